@@ -1,0 +1,41 @@
+#!/bin/bash
+# Install every build and test dependency of atomicx on Debian 12.
+# Idempotent: installs only what is missing, and runs apt-get update only then.
+set -euo pipefail
+
+# Build: autotools, compilers, UCX (libs, headers, ucx_info/ucx_perftest),
+# libfabric's public headers (and its tools/providers for benchmarks), gtest.
+packages=(
+    build-essential autoconf automake libtool pkg-config
+    libucx-dev ucx-utils
+    libfabric-dev libfabric-bin
+    googletest libgtest-dev
+    clang libclang-rt-14-dev
+    valgrind
+    # atomicx transport: verbs headers/providers, and dpkg-dev for apt-get source
+    libibverbs-dev ibverbs-providers ibverbs-utils dpkg-dev
+)
+# The soft-RoCE guest harness (contrib/softroce/) adds its own list.
+if [ -f "$(dirname "$0")/softroce/packages.txt" ]; then
+    mapfile -t extra < <(grep -v '^#' "$(dirname "$0")/softroce/packages.txt" | grep .)
+    packages+=("${extra[@]}")
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$p")
+    fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+    echo "install-deps: all ${#packages[@]} packages present"
+    exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

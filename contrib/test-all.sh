@@ -1,0 +1,67 @@
+#!/bin/bash
+# Install what is needed, build with -Werror, and run every test suite:
+#  1. the regular build's gtest suites (make check),
+#  2. the same suites built with AddressSanitizer + UndefinedBehaviorSanitizer,
+#  3. the atomicx guest suites on soft-RoCE (contrib/softroce), when present.
+# Ends with one summary line "N passed, N failed, N skipped".
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+jobs=$(nproc)
+logdir="$top/build-logs"
+mkdir -p "$logdir"
+fail=0
+
+step() { echo; echo "=== $* ==="; }
+
+step "dependencies"
+"$top/contrib/install-deps.sh" || exit 1
+
+step "autogen"
+./autogen.sh > "$logdir/autogen.log" 2>&1 || { cat "$logdir/autogen.log"; exit 1; }
+
+build() { # build <dir> <configure args...>
+    local dir=$1; shift
+    mkdir -p "$dir" && cd "$dir" || return 1
+    "$top/configure" --enable-werror "$@" > "$logdir/$(basename "$dir")-configure.log" 2>&1 ||
+        { tail -40 "$logdir/$(basename "$dir")-configure.log"; cd "$top"; return 1; }
+    make -j"$jobs" > "$logdir/$(basename "$dir")-make.log" 2>&1 ||
+        { grep -E "error|Error" "$logdir/$(basename "$dir")-make.log" | head -40; cd "$top"; return 1; }
+    cd "$top"
+}
+
+check() { # check <dir>: make check, print the test logs
+    local dir=$1
+    (cd "$dir" && make -j1 check > "$logdir/$(basename "$dir")-check.log" 2>&1)
+    local rc=$?
+    find "$dir/test" -name '*.log' ! -name 'test-suite.log' -exec cat {} + | tee -a "$logdir/all-tests.log" |
+        grep -E '^\[ *(PASSED|FAILED|SKIPPED|  OK|  SKIPPED) *\]|^\[==========\]|SKIP|^(PASS|FAIL|ERROR|SKIP):' | grep -v '^\[       OK \]' || true
+    return $rc
+}
+
+: > "$logdir/all-tests.log"
+
+step "build (-Werror)"
+build "$top/build-release" || exit 1
+step "tests"
+check "$top/build-release" || fail=1
+
+step "build (-Werror, ASan+UBSan)"
+build "$top/build-asan" --enable-sanitizers || exit 1
+step "tests under ASan+UBSan"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    check "$top/build-asan" || fail=1
+
+if [ -x "$top/contrib/softroce/test-guest.sh" ]; then
+    step "atomicx on soft-RoCE (qemu guest)"
+    "$top/contrib/softroce/test-guest.sh" "$top/build-release" 2>&1 | tee -a "$logdir/all-tests.log" || fail=1
+fi
+
+# One summary over every gtest binary that ran.
+passed=$(grep -hoE '^\[  PASSED  \] [0-9]+' "$logdir/all-tests.log" | awk '{s+=$4} END {print s+0}')
+failed=$(grep -hoE '^\[  FAILED  \] [0-9]+ test' "$logdir/all-tests.log" | awk '{s+=$4} END {print s+0}')
+skipped=$(grep -hoE '^\[  SKIPPED \] [0-9]+ test' "$logdir/all-tests.log" | awk '{s+=$4} END {print s+0}')
+[ "$fail" -eq 0 ] || [ "$failed" -gt 0 ] || failed=1
+echo
+echo "$passed passed, $failed failed, $skipped skipped"
+exit $fail

@@ -1,0 +1,380 @@
+/**
+ * libfiatomic: libfabric's remote atomic matrix (fi_atomic(3)) executed over
+ * UCP, with a UCP-style non-blocking interface.
+ *
+ * Enum values (enum fi_op, enum fi_datatype), structures (struct fi_ioc,
+ * struct fi_rma_ioc, struct fi_msg_atomic, struct fi_atomic_attr) and flag bits
+ * (FI_INJECT, FI_FENCE, ...) are libfabric's own, from <rdma/fi_atomic.h>, so
+ * libfabric code ports by renaming calls. libfabric itself is not linked.
+ *
+ * Return conventions, as in UCP:
+ *  - functions returning ucs_status_t return UCS_OK or a negative status;
+ *  - operations return ucs_status_ptr_t: NULL when complete, an error pointer
+ *    (UCS_PTR_IS_ERR / UCS_PTR_STATUS), or a request. A request is completed
+ *    by ucp_worker_progress() on the worker the fiatomic context is bound to;
+ *    test it with fiatomic_request_check_status() and release it with
+ *    fiatomic_request_free() (which may be called before completion: the
+ *    operation then finishes in the background, as with ucp_request_free()).
+ *  - fiatomic_status_to_fi_errno() converts a status to -FI_E*.
+ *
+ * Fetched values (result buffers) are valid when completion is reported.
+ * Atomicity is per element, never across an array (fi_atomic(3)).
+ */
+#ifndef FIATOMIC_H_
+#define FIATOMIC_H_
+
+#include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_errno.h>
+#include <ucp/api/ucp.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FIATOMIC_VERSION_STRING "0.1.0"
+
+/** Per-worker context. Not thread safe: use it from one thread at a time, as
+ *  a UCP worker created with UCS_THREAD_MODE_SINGLE. */
+typedef struct fiatomic_context *fiatomic_h;
+/** Initiator endpoint: a ucp_ep_h plus its keys and outstanding operations. */
+typedef struct fiatomic_ep      *fiatomic_ep_h;
+/** Memory this process exposes to remote atomics (target side). */
+typedef struct fiatomic_mem     *fiatomic_mem_h;
+
+
+/**
+ * Execution strategy of one (family, op, datatype) cell on one endpoint/key.
+ * The environment variable FIATOMIC_STRATEGY=auto|native|cas|direct forces
+ * one (for tests and benchmarks); a cell the forced strategy cannot execute
+ * atomically is reported unsupported and fails with -FI_EOPNOTSUPP.
+ */
+typedef enum fiatomic_strategy {
+    FIATOMIC_STRATEGY_NONE   = 0, /**< cell not supported */
+    FIATOMIC_STRATEGY_NATIVE = 1, /**< one ucp_atomic_op_nbx per element */
+    FIATOMIC_STRATEGY_CAS    = 2, /**< read + UCP compare-and-swap loop */
+    FIATOMIC_STRATEGY_DIRECT = 3, /**< CPU atomics through ucp_rkey_ptr() */
+    FIATOMIC_STRATEGY_LAST
+} fiatomic_strategy_t;
+
+/** Which family of calls a cell belongs to; FI_FETCH_ATOMIC/FI_COMPARE_ATOMIC
+ *  as query flags map to these. */
+typedef enum fiatomic_family {
+    FIATOMIC_FAMILY_BASE    = 0, /**< fi_atomic: no result */
+    FIATOMIC_FAMILY_FETCH   = 1, /**< fi_fetch_atomic: initial value returned */
+    FIATOMIC_FAMILY_COMPARE = 2, /**< fi_compare_atomic: initial value returned */
+    FIATOMIC_FAMILY_LAST
+} fiatomic_family_t;
+
+
+/* ------------------------------------------------------------------------ */
+/* Context                                                                   */
+
+enum fiatomic_params_field {
+    FIATOMIC_PARAM_FIELD_MAX_COUNT = UCS_BIT(0) /**< max_count field */
+};
+
+typedef struct fiatomic_params {
+    uint64_t field_mask;  /**< FIATOMIC_PARAM_FIELD_* */
+    size_t   max_count;   /**< elements per call; default 4096, capped at
+                               FIATOMIC_MAX_COUNT_LIMIT */
+} fiatomic_params_t;
+
+#define FIATOMIC_MAX_COUNT_DEFAULT 4096
+#define FIATOMIC_MAX_COUNT_LIMIT   (1u << 20)
+
+/**
+ * Bind a fiatomic context to a UCP worker. The UCP context must have been
+ * created with UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 and UCP_FEATURE_RMA.
+ */
+ucs_status_t fiatomic_create(ucp_context_h context, ucp_worker_h worker,
+                             const fiatomic_params_t *params,
+                             fiatomic_h *fia_p);
+
+/** Destroy a context. All endpoints and exposed memory must be released. */
+void fiatomic_destroy(fiatomic_h fia);
+
+
+/* ------------------------------------------------------------------------ */
+/* Target side: exposing memory                                              */
+
+enum fiatomic_mem_params_field {
+    FIATOMIC_MEM_PARAM_FIELD_ADDRESS = UCS_BIT(0),
+    FIATOMIC_MEM_PARAM_FIELD_LENGTH  = UCS_BIT(1),
+    FIATOMIC_MEM_PARAM_FIELD_FLAGS   = UCS_BIT(2)
+};
+
+enum fiatomic_mem_flags {
+    /** Let UCP allocate the memory (ucp_mem_map with UCP_MEM_MAP_ALLOCATE).
+     *  On shared-memory transports only such memory can be mapped by the
+     *  peer, which enables the direct strategy (CPU atomics in place). */
+    FIATOMIC_MEM_FLAG_ALLOCATE = UCS_BIT(0)
+};
+
+typedef struct fiatomic_mem_params {
+    uint64_t field_mask; /**< FIATOMIC_MEM_PARAM_FIELD_* */
+    void     *address;   /**< memory to expose (not with ALLOCATE) */
+    size_t   length;     /**< bytes, required */
+    unsigned flags;      /**< FIATOMIC_MEM_FLAG_* */
+} fiatomic_mem_params_t;
+
+/** Expose memory for remote atomics (read/write/atomic access). */
+ucs_status_t fiatomic_mem_expose(fiatomic_h fia,
+                                 const fiatomic_mem_params_t *params,
+                                 fiatomic_mem_h *mem_p);
+
+/** Address and length of exposed memory (useful with ALLOCATE). */
+ucs_status_t fiatomic_mem_query(fiatomic_mem_h mem, void **address_p,
+                                size_t *length_p);
+
+/**
+ * Pack a key that lets a peer reach this memory. The key carries the address
+ * range, so the initiator refuses out-of-range or misaligned elements before
+ * anything is sent. Release with fiatomic_key_release().
+ */
+ucs_status_t fiatomic_mem_pack_key(fiatomic_mem_h mem, void **key_p,
+                                   size_t *size_p);
+
+void fiatomic_key_release(void *key);
+
+/** Stop exposing memory (and free it with ALLOCATE). */
+ucs_status_t fiatomic_mem_unexpose(fiatomic_mem_h mem);
+
+
+/* ------------------------------------------------------------------------ */
+/* Initiator side: endpoints and keys                                        */
+
+enum fiatomic_ep_params_field {
+    FIATOMIC_EP_PARAM_FIELD_FLAGS = UCS_BIT(0)
+};
+
+enum fiatomic_ep_flags {
+    /** As FI_SELECTIVE_COMPLETION: the *msg calls report completion only
+     *  with FI_COMPLETION; other operations complete silently and are
+     *  waited for by fiatomic_ep_flush_nbx(). */
+    FIATOMIC_EP_FLAG_SELECTIVE_COMPLETION = UCS_BIT(0)
+};
+
+typedef struct fiatomic_ep_params {
+    uint64_t field_mask; /**< FIATOMIC_EP_PARAM_FIELD_* */
+    unsigned flags;      /**< FIATOMIC_EP_FLAG_* */
+} fiatomic_ep_params_t;
+
+/**
+ * Create an initiator endpoint over a connected ucp_ep_h. To get errors
+ * (instead of waiting forever) when the peer dies, create the ucp_ep_h with
+ * UCP_ERR_HANDLING_MODE_PEER.
+ */
+ucs_status_t fiatomic_ep_create(fiatomic_h fia, ucp_ep_h ucp_ep,
+                                const fiatomic_ep_params_t *params,
+                                fiatomic_ep_h *ep_p);
+
+/**
+ * Destroy an endpoint. Outstanding operations are cancelled with
+ * UCS_ERR_CANCELED; flush first to wait for them. The ucp_ep_h stays the
+ * caller's.
+ */
+void fiatomic_ep_destroy(fiatomic_ep_h ep);
+
+/**
+ * Unpack a peer's key for this endpoint. *key_p is the libfabric-style
+ * uint64_t key to pass as `key` and in struct fi_rma_ioc. A key is valid only
+ * on the endpoint that unpacked it; anything else gives -FI_EINVAL.
+ */
+ucs_status_t fiatomic_rkey_unpack(fiatomic_ep_h ep, const void *key_buffer,
+                                  size_t size, uint64_t *key_p);
+
+/** Release an unpacked key. Operations using it must have completed. */
+ucs_status_t fiatomic_rkey_release(fiatomic_ep_h ep, uint64_t key);
+
+
+/* ------------------------------------------------------------------------ */
+/* Operations                                                                */
+
+typedef void (*fiatomic_send_callback_t)(void *request, ucs_status_t status,
+                                         void *user_data);
+
+enum fiatomic_op_attr_field {
+    FIATOMIC_OP_ATTR_FIELD_CALLBACK  = UCS_BIT(0), /**< cb */
+    FIATOMIC_OP_ATTR_FIELD_USER_DATA = UCS_BIT(1), /**< user_data */
+    FIATOMIC_OP_ATTR_FIELD_FLAGS     = UCS_BIT(2)  /**< flags */
+};
+
+/** The ucp_request_param_t of fiatomic. */
+typedef struct fiatomic_request_param {
+    uint32_t                 op_attr_mask; /**< FIATOMIC_OP_ATTR_FIELD_* */
+    uint64_t                 flags;        /**< FI_INJECT, FI_FENCE,
+                                                FI_COMPLETION, FI_MORE,
+                                                FI_TRANSMIT_COMPLETE,
+                                                FI_DELIVERY_COMPLETE */
+    fiatomic_send_callback_t cb;        /**< called on completion when the
+                                             call returned a request */
+    void                     *user_data; /**< passed to cb */
+} fiatomic_request_param_t;
+
+/*
+ * Completion of the base family means the operand buffers may be reused (as
+ * UCP's non-fetching atomics); the update is visible at the target after
+ * fiatomic_ep_flush_nbx() or when the call carried FI_DELIVERY_COMPLETE.
+ * Fetch and compare completions imply the update was done at the target.
+ *
+ * `addr` is the remote virtual address, `key` from fiatomic_rkey_unpack().
+ */
+
+/* fi_atomic */
+ucs_status_ptr_t fiatomic_atomic_nbx(fiatomic_ep_h ep, const void *buf,
+                                     size_t count, uint64_t addr,
+                                     uint64_t key, enum fi_datatype datatype,
+                                     enum fi_op op,
+                                     const fiatomic_request_param_t *param);
+
+/* fi_atomicv: iov[] local, rma_iov[] remote; element totals must match. */
+ucs_status_ptr_t fiatomic_atomicv_nbx(fiatomic_ep_h ep,
+                                      const struct fi_ioc *iov,
+                                      size_t iov_count,
+                                      const struct fi_rma_ioc *rma_iov,
+                                      size_t rma_iov_count,
+                                      enum fi_datatype datatype,
+                                      enum fi_op op,
+                                      const fiatomic_request_param_t *param);
+
+/* fi_atomicmsg: msg->context becomes the callback's user_data when param
+ * gives none; msg->addr, msg->desc and msg->data are ignored. */
+ucs_status_ptr_t fiatomic_atomicmsg_nbx(fiatomic_ep_h ep,
+                                        const struct fi_msg_atomic *msg,
+                                        uint64_t flags,
+                                        const fiatomic_request_param_t *param);
+
+/* fi_inject_atomic: buf reusable on return, no completion reported; the
+ * operation is waited for by fiatomic_ep_flush_nbx(). */
+ucs_status_t fiatomic_inject_atomic(fiatomic_ep_h ep, const void *buf,
+                                    size_t count, uint64_t addr, uint64_t key,
+                                    enum fi_datatype datatype, enum fi_op op);
+
+/* fi_fetch_atomic */
+ucs_status_ptr_t fiatomic_fetch_atomic_nbx(fiatomic_ep_h ep, const void *buf,
+                                           size_t count, void *result,
+                                           uint64_t addr, uint64_t key,
+                                           enum fi_datatype datatype,
+                                           enum fi_op op,
+                                           const fiatomic_request_param_t *param);
+
+ucs_status_ptr_t fiatomic_fetch_atomicv_nbx(fiatomic_ep_h ep,
+                                            const struct fi_ioc *iov,
+                                            size_t iov_count,
+                                            struct fi_ioc *resultv,
+                                            size_t result_count,
+                                            const struct fi_rma_ioc *rma_iov,
+                                            size_t rma_iov_count,
+                                            enum fi_datatype datatype,
+                                            enum fi_op op,
+                                            const fiatomic_request_param_t *param);
+
+ucs_status_ptr_t fiatomic_fetch_atomicmsg_nbx(fiatomic_ep_h ep,
+                                              const struct fi_msg_atomic *msg,
+                                              struct fi_ioc *resultv,
+                                              size_t result_count,
+                                              uint64_t flags,
+                                              const fiatomic_request_param_t *param);
+
+/* fi_compare_atomic */
+ucs_status_ptr_t fiatomic_compare_atomic_nbx(fiatomic_ep_h ep,
+                                             const void *buf, size_t count,
+                                             const void *compare,
+                                             void *result, uint64_t addr,
+                                             uint64_t key,
+                                             enum fi_datatype datatype,
+                                             enum fi_op op,
+                                             const fiatomic_request_param_t *param);
+
+ucs_status_ptr_t fiatomic_compare_atomicv_nbx(fiatomic_ep_h ep,
+                                              const struct fi_ioc *iov,
+                                              size_t iov_count,
+                                              const struct fi_ioc *comparev,
+                                              size_t compare_count,
+                                              struct fi_ioc *resultv,
+                                              size_t result_count,
+                                              const struct fi_rma_ioc *rma_iov,
+                                              size_t rma_iov_count,
+                                              enum fi_datatype datatype,
+                                              enum fi_op op,
+                                              const fiatomic_request_param_t *param);
+
+ucs_status_ptr_t fiatomic_compare_atomicmsg_nbx(fiatomic_ep_h ep,
+                                                const struct fi_msg_atomic *msg,
+                                                const struct fi_ioc *comparev,
+                                                size_t compare_count,
+                                                struct fi_ioc *resultv,
+                                                size_t result_count,
+                                                uint64_t flags,
+                                                const fiatomic_request_param_t *param);
+
+/**
+ * Complete every operation posted on the endpoint so far (inject and silent
+ * ones included) and make their updates visible at the target.
+ */
+ucs_status_ptr_t fiatomic_ep_flush_nbx(fiatomic_ep_h ep,
+                                       const fiatomic_request_param_t *param);
+
+/** UCS_INPROGRESS while running, else the final status. */
+ucs_status_t fiatomic_request_check_status(void *request);
+
+/** Release a request (completed or not). */
+void fiatomic_request_free(void *request);
+
+
+/* ------------------------------------------------------------------------ */
+/* Queries                                                                   */
+
+/**
+ * fi_query_atomic: flags 0, FI_FETCH_ATOMIC or FI_COMPARE_ATOMIC (not both);
+ * FI_TAGGED gives -FI_EOPNOTSUPP. Returns 0 and fills attr (count, size) when
+ * the cell is supported by the library and the configuration (a forced
+ * strategy may exclude it), else a negative -FI_E* value.
+ */
+int fiatomic_query_atomic(fiatomic_h fia, enum fi_datatype datatype,
+                          enum fi_op op, struct fi_atomic_attr *attr,
+                          uint64_t flags);
+
+/* fi_atomicvalid / fi_fetch_atomicvalid / fi_compare_atomicvalid */
+int fiatomic_atomicvalid(fiatomic_h fia, enum fi_datatype datatype,
+                         enum fi_op op, size_t *count);
+int fiatomic_fetch_atomicvalid(fiatomic_h fia, enum fi_datatype datatype,
+                               enum fi_op op, size_t *count);
+int fiatomic_compare_atomicvalid(fiatomic_h fia, enum fi_datatype datatype,
+                                 enum fi_op op, size_t *count);
+
+typedef struct fiatomic_cell_info {
+    fiatomic_strategy_t strategy;              /**< NONE if unsupported */
+    int                 needs_target_progress; /**< completion needs the
+                                                    target to call
+                                                    ucp_worker_progress */
+} fiatomic_cell_info_t;
+
+/**
+ * How a cell executes on this endpoint with this key: the strategy the
+ * current configuration selects and whether completion needs the target to
+ * progress. Returns 0, or a negative -FI_E* for a bad family/op/datatype/key.
+ */
+int fiatomic_query_cell(fiatomic_ep_h ep, uint64_t key,
+                        fiatomic_family_t family, enum fi_datatype datatype,
+                        enum fi_op op, fiatomic_cell_info_t *info);
+
+/** Names as libfabric spells them ("FI_SUM", "FI_UINT64"); NULL if out of
+ *  range. */
+const char *fiatomic_op_name(enum fi_op op);
+const char *fiatomic_datatype_name(enum fi_datatype datatype);
+const char *fiatomic_family_name(fiatomic_family_t family); /* "base", ... */
+const char *fiatomic_strategy_name(fiatomic_strategy_t strategy);
+
+/** ucs_status_t -> -FI_E* (0 for UCS_OK and UCS_INPROGRESS). */
+int fiatomic_status_to_fi_errno(ucs_status_t status);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
