@@ -1,0 +1,560 @@
+/**
+ * Initiator endpoints: keys, the atomicity domain of the UCP endpoint,
+ * strategy selection, and the ordering machinery (fence, flush) around the
+ * requests posted on it.
+ */
+#include "fiatomic_int.h"
+
+#include <ucs/debug/log_def.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* UCT transports whose atomics are CPU atomics on the target's memory
+ * (UCT_IFACE_FLAG_ATOMIC_CPU). An amo lane on anything else is taken to be a
+ * device: the safe assumption, since it only disables the direct path. */
+static const char *fiatomic_cpu_amo_tls[] = {
+    "self", "posix", "sysv", "xpmem", "cma", "knem"
+};
+
+static bool fiatomic_tl_is_cpu(const char *name, size_t len)
+{
+    size_t i;
+
+    for (i = 0; i < ucs_static_array_size(fiatomic_cpu_amo_tls); ++i) {
+        if ((strlen(fiatomic_cpu_amo_tls[i]) == len) &&
+            !strncmp(fiatomic_cpu_amo_tls[i], name, len)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * UCP 1.13 has no query for the transports of an endpoint's atomic lanes, so
+ * read them from ucp_ep_print_info(): lines like
+ *   "lane[0]:  2:posix/memory.0 md[1] -> md[1]/posix/sysdev[255] amo#0 am"
+ * No amo lane means software atomics over active messages: executed by the
+ * target's CPU with CPU atomics, and only when the target progresses.
+ */
+static void fiatomic_ep_detect_domain(fiatomic_ep_h ep)
+{
+    bool any_amo = false, all_cpu = true;
+    char *text = NULL, *line, *save = NULL, *tl, *end;
+    size_t size = 0;
+    FILE *stream;
+
+    stream = open_memstream(&text, &size);
+    if (stream == NULL) {
+        goto out_unknown;
+    }
+    ucp_ep_print_info(ep->ucp_ep, stream);
+    fclose(stream);
+
+    for (line = strtok_r(text, "\n", &save); line != NULL;
+         line = strtok_r(NULL, "\n", &save)) {
+        if ((strstr(line, "lane[") == NULL) || (strstr(line, " amo#") == NULL)) {
+            continue;
+        }
+        tl = strstr(line, "]:");
+        if (tl == NULL) {
+            goto out_unknown;
+        }
+        tl = strchr(tl, ':');
+        tl = (tl != NULL) ? strchr(tl + 1, ':') : NULL; /* "N:" resource */
+        end = (tl != NULL) ? strchr(tl, '/') : NULL;
+        if (end == NULL) {
+            goto out_unknown;
+        }
+        ++tl;
+        any_amo = true;
+        if (!fiatomic_tl_is_cpu(tl, end - tl)) {
+            all_cpu = false;
+        }
+    }
+
+    free(text);
+    ep->domain         = all_cpu ? FIATOMIC_DOMAIN_CPU : FIATOMIC_DOMAIN_DEVICE;
+    ep->needs_progress = !any_amo;
+    return;
+
+out_unknown:
+    free(text);
+    ep->domain         = FIATOMIC_DOMAIN_DEVICE;
+    ep->needs_progress = true;
+}
+
+FIATOMIC_API ucs_status_t fiatomic_ep_create(fiatomic_h fia, ucp_ep_h ucp_ep,
+                                             const fiatomic_ep_params_t *params,
+                                             fiatomic_ep_h *ep_p)
+{
+    fiatomic_ep_h ep;
+    unsigned flags = 0;
+
+    if ((fia == NULL) || (ucp_ep == NULL) || (ep_p == NULL)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if ((params != NULL) && (params->field_mask & FIATOMIC_EP_PARAM_FIELD_FLAGS)) {
+        if (params->flags & ~FIATOMIC_EP_FLAG_SELECTIVE_COMPLETION) {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        flags = params->flags;
+    }
+
+    ep = calloc(1, sizeof(*ep));
+    if (ep == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    ep->fia          = fia;
+    ep->ucp_ep       = ucp_ep;
+    ep->flags        = flags;
+    ep->silent_error = UCS_OK;
+    ep->flush_status = UCS_OK;
+    ucs_list_head_init(&ep->outstanding_list);
+    ucs_list_head_init(&ep->deferred);
+    fiatomic_ep_detect_domain(ep);
+    ++fia->num_eps;
+    *ep_p = ep;
+    return UCS_OK;
+}
+
+static void fiatomic_ep_free(fiatomic_ep_h ep)
+{
+    unsigned i;
+
+    for (i = 0; i < ep->num_slots; ++i) {
+        if (ep->slots[i].key != NULL) {
+            ucp_rkey_destroy(ep->slots[i].key->rkey);
+            free(ep->slots[i].key);
+        }
+    }
+    free(ep->slots);
+    --ep->fia->num_eps;
+    free(ep);
+}
+
+void fiatomic_ep_inflight_add(fiatomic_ep_h ep)
+{
+    ++ep->inflight;
+}
+
+/* Callers must not touch ep afterwards: a destroyed ep is freed here once its
+ * last UCP operation has drained. */
+void fiatomic_ep_inflight_remove(fiatomic_ep_h ep)
+{
+    fiatomic_assert(ep->inflight > 0);
+    if ((--ep->inflight == 0) && ep->destroyed) {
+        fiatomic_ep_free(ep);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Keys                                                                      */
+
+FIATOMIC_API ucs_status_t fiatomic_rkey_unpack(fiatomic_ep_h ep,
+                                               const void *key_buffer,
+                                               size_t size, uint64_t *key_p)
+{
+    fiatomic_key_hdr_t hdr;
+    fiatomic_key_slot_t *slots;
+    fiatomic_rkey_t *key;
+    ucs_status_t status;
+    unsigned index;
+    void *ptr;
+
+    if ((ep == NULL) || ep->destroyed || (key_buffer == NULL) ||
+        (key_p == NULL) || (size < sizeof(hdr))) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    memcpy(&hdr, key_buffer, sizeof(hdr));
+    if ((hdr.magic != FIATOMIC_KEY_MAGIC) ||
+        (hdr.rkey_size != size - sizeof(hdr)) || (hdr.length == 0) ||
+        (hdr.address + hdr.length < hdr.address)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    for (index = 0; index < ep->num_slots; ++index) {
+        if (ep->slots[index].key == NULL) {
+            break;
+        }
+    }
+    if (index == ep->num_slots) {
+        slots = realloc(ep->slots, (ep->num_slots * 2 + 4) * sizeof(*slots));
+        if (slots == NULL) {
+            return UCS_ERR_NO_MEMORY;
+        }
+        memset(slots + ep->num_slots, 0, (ep->num_slots + 4) * sizeof(*slots));
+        ep->slots      = slots;
+        ep->num_slots  = ep->num_slots * 2 + 4;
+    }
+
+    key = calloc(1, sizeof(*key));
+    if (key == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    status = ucp_ep_rkey_unpack(ep->ucp_ep,
+                                (const uint8_t*)key_buffer + sizeof(hdr),
+                                &key->rkey);
+    if (status != UCS_OK) {
+        free(key);
+        return status;
+    }
+
+    key->address = hdr.address;
+    key->length  = hdr.length;
+    if (hdr.nonce == ep->fia->nonce) {
+        /* Exposed by this very context: the address is ours. */
+        key->local_base = (uint8_t*)(uintptr_t)hdr.address;
+    } else if (ucp_rkey_ptr(key->rkey, hdr.address, &ptr) == UCS_OK) {
+        key->local_base = ptr; /* shared memory mapped into this process */
+    }
+
+    /* Lanes may have been completed by wireup since ep creation. */
+    fiatomic_ep_detect_domain(ep);
+
+    ep->slots[index].key = key;
+    *key_p = ((uint64_t)ep->slots[index].generation << 32) | (index + 1);
+    return UCS_OK;
+}
+
+static fiatomic_key_slot_t *fiatomic_ep_slot_lookup(fiatomic_ep_h ep,
+                                                    uint64_t key)
+{
+    uint64_t index = (key & UINT32_MAX);
+    fiatomic_key_slot_t *slot;
+
+    if ((index == 0) || (index > ep->num_slots)) {
+        return NULL;
+    }
+
+    slot = &ep->slots[index - 1];
+    if ((slot->key == NULL) || (slot->generation != (key >> 32))) {
+        return NULL;
+    }
+    return slot;
+}
+
+fiatomic_rkey_t *fiatomic_ep_key_lookup(fiatomic_ep_h ep, uint64_t key)
+{
+    fiatomic_key_slot_t *slot = fiatomic_ep_slot_lookup(ep, key);
+
+    return (slot != NULL) ? slot->key : NULL;
+}
+
+FIATOMIC_API ucs_status_t fiatomic_rkey_release(fiatomic_ep_h ep, uint64_t key)
+{
+    fiatomic_key_slot_t *slot;
+
+    if (ep == NULL) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    slot = fiatomic_ep_slot_lookup(ep, key);
+    if (slot == NULL) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    ucp_rkey_destroy(slot->key->rkey);
+    free(slot->key);
+    slot->key = NULL;
+    ++slot->generation;
+    return UCS_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Strategy selection                                                        */
+
+fiatomic_strategy_t fiatomic_ep_select(fiatomic_ep_h ep,
+                                       const fiatomic_rkey_t *key,
+                                       fiatomic_family_t family, int op,
+                                       int datatype)
+{
+    bool native, cas, direct;
+
+    if (!fiatomic_cell_defined(family, op, datatype)) {
+        return FIATOMIC_STRATEGY_NONE;
+    }
+
+    native = fiatomic_native_has(family, op, datatype);
+    cas    = fiatomic_cas_has(family, op, datatype);
+    /* CPU atomics in place are atomic with respect to UCP's own only when
+     * UCP's are CPU atomics too (same actor, fi_atomic(3)). */
+    direct = fiatomic_direct_has(family, op, datatype) && (key != NULL) &&
+             (key->local_base != NULL) && (ep->domain == FIATOMIC_DOMAIN_CPU);
+
+    switch (ep->fia->forced) {
+    case FIATOMIC_STRATEGY_NATIVE:
+        return native ? FIATOMIC_STRATEGY_NATIVE : FIATOMIC_STRATEGY_NONE;
+    case FIATOMIC_STRATEGY_CAS:
+        return cas ? FIATOMIC_STRATEGY_CAS : FIATOMIC_STRATEGY_NONE;
+    case FIATOMIC_STRATEGY_DIRECT:
+        return direct ? FIATOMIC_STRATEGY_DIRECT : FIATOMIC_STRATEGY_NONE;
+    default:
+        break;
+    }
+
+    if (direct) {
+        return FIATOMIC_STRATEGY_DIRECT; /* a local atomic, no round trip */
+    } else if (native) {
+        return FIATOMIC_STRATEGY_NATIVE;
+    } else if (cas) {
+        return FIATOMIC_STRATEGY_CAS;
+    }
+    return FIATOMIC_STRATEGY_NONE;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Request ordering: start, fence, flush, completion                         */
+
+static void fiatomic_ep_progress_deferred(fiatomic_ep_h ep);
+
+static void fiatomic_ep_start(fiatomic_ep_h ep, fiatomic_req_t *req)
+{
+    fiatomic_elem_t *elem;
+    size_t i;
+
+    req->flags    |= FIATOMIC_REQ_F_STARTED;
+    /* One extra count held while starting, so an element finishing at once
+     * cannot complete the request before every element was started. */
+    req->remaining = req->count + 1;
+    ++ep->outstanding;
+    ucs_list_add_tail(&ep->outstanding_list, &req->list);
+
+    for (i = 0; i < req->count; ++i) {
+        elem = &req->elems[i];
+        switch (elem->strategy) {
+        case FIATOMIC_STRATEGY_NATIVE:
+            fiatomic_native_start(elem);
+            break;
+        case FIATOMIC_STRATEGY_CAS:
+            fiatomic_cas_start(elem);
+            break;
+        case FIATOMIC_STRATEGY_DIRECT:
+            fiatomic_direct_start(elem);
+            break;
+        default:
+            fiatomic_assertv(0, "invalid strategy %d", elem->strategy);
+            fiatomic_elem_done(elem, UCS_ERR_INVALID_PARAM);
+            break;
+        }
+    }
+
+    if (--req->remaining == 0) {
+        fiatomic_ep_req_done(ep, req);
+    }
+}
+
+/* Report a request's completion to whoever owns it. */
+static void fiatomic_req_complete(fiatomic_req_t *req)
+{
+    fiatomic_ep_h ep = req->ep;
+
+    req->flags |= FIATOMIC_REQ_F_COMPLETED;
+    if ((req->flags & FIATOMIC_REQ_F_SILENT) && (req->status != UCS_OK) &&
+        (ep->silent_error == UCS_OK)) {
+        ep->silent_error = req->status; /* nothing lost: flush reports it */
+    }
+
+    if (req->flags & FIATOMIC_REQ_F_USER) {
+        if (req->cb != NULL) {
+            req->cb(req, req->status, req->user_data);
+        }
+        if (req->flags & FIATOMIC_REQ_F_FREED) {
+            fiatomic_req_put(req);
+        }
+    } else if (!(req->flags & FIATOMIC_REQ_F_POSTING)) {
+        fiatomic_req_put(req); /* silent: nobody holds it */
+    }
+    /* else the post call still running returns the status itself */
+}
+
+void fiatomic_ep_req_done(fiatomic_ep_h ep, fiatomic_req_t *req)
+{
+    ucs_list_del(&req->list);
+    --ep->outstanding;
+    fiatomic_req_complete(req);
+    if (!ucs_list_is_empty(&ep->deferred)) {
+        fiatomic_ep_progress_deferred(ep);
+    }
+}
+
+static void fiatomic_ep_ucp_flush_done(fiatomic_ep_h ep, ucs_status_t status)
+{
+    ep->flushing     = false;
+    ep->flush_status = status;
+    if (status == UCS_OK) {
+        ep->unflushed = false;
+    }
+    if (!ep->destroyed) {
+        fiatomic_ep_progress_deferred(ep);
+    }
+    fiatomic_ep_inflight_remove(ep); /* last: may free a destroyed ep */
+}
+
+static void fiatomic_ep_ucp_flush_cb(void *request, ucs_status_t status,
+                                     void *user_data)
+{
+    ucp_request_free(request);
+    fiatomic_ep_ucp_flush_done(user_data, status);
+}
+
+static void fiatomic_ep_ucp_flush_start(fiatomic_ep_h ep)
+{
+    ucp_request_param_t param;
+    ucs_status_ptr_t sptr;
+
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                         UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send      = fiatomic_ep_ucp_flush_cb;
+    param.user_data    = ep;
+
+    ep->flushing = true;
+    fiatomic_ep_inflight_add(ep);
+    sptr = ucp_ep_flush_nbx(ep->ucp_ep, &param);
+    if (!UCS_PTR_IS_PTR(sptr)) {
+        fiatomic_ep_ucp_flush_done(ep, UCS_PTR_STATUS(sptr));
+    }
+}
+
+/* A barrier (flush request or fenced operation) at the head of the deferred
+ * queue may pass once everything before it completed and any update that
+ * completed only locally was flushed to the target. */
+static bool fiatomic_ep_barrier_ready(fiatomic_ep_h ep)
+{
+    if ((ep->outstanding > 0) || ep->flushing) {
+        return false;
+    }
+
+    if (ep->unflushed) {
+        fiatomic_ep_ucp_flush_start(ep);
+        return false; /* progress resumes from the flush completion */
+    }
+    return true;
+}
+
+static void fiatomic_ep_progress_deferred(fiatomic_ep_h ep)
+{
+    fiatomic_req_t *req;
+    ucs_status_t status;
+
+    while (!ucs_list_is_empty(&ep->deferred)) {
+        req = ucs_list_head(&ep->deferred, fiatomic_req_t, list);
+        if ((req->kind == FIATOMIC_REQ_FLUSH) ||
+            (req->flags & FIATOMIC_REQ_F_FENCE)) {
+            if (!fiatomic_ep_barrier_ready(ep)) {
+                return;
+            }
+            status = ep->flush_status;
+            ep->flush_status = UCS_OK;
+            ucs_list_del(&req->list);
+            if (req->kind == FIATOMIC_REQ_FLUSH) {
+                if (status == UCS_OK) {
+                    status           = ep->silent_error;
+                    ep->silent_error = UCS_OK;
+                }
+                req->status = status;
+                fiatomic_req_complete(req);
+                continue;
+            }
+            if (status != UCS_OK) {
+                req->status = status; /* what it fences could not finish */
+                fiatomic_req_complete(req);
+                continue;
+            }
+        } else {
+            ucs_list_del(&req->list);
+        }
+        fiatomic_ep_start(ep, req);
+    }
+}
+
+void fiatomic_ep_submit(fiatomic_ep_h ep, fiatomic_req_t *req)
+{
+    bool barrier = (req->kind == FIATOMIC_REQ_FLUSH) ||
+                   (req->flags & FIATOMIC_REQ_F_FENCE);
+
+    if (ucs_list_is_empty(&ep->deferred) &&
+        (!barrier || ((ep->outstanding == 0) && !ep->unflushed &&
+                      !ep->flushing))) {
+        if (req->kind == FIATOMIC_REQ_FLUSH) {
+            req->status      = ep->silent_error;
+            ep->silent_error = UCS_OK;
+            fiatomic_req_complete(req);
+        } else {
+            fiatomic_ep_start(ep, req);
+        }
+        return;
+    }
+
+    ucs_list_add_tail(&ep->deferred, &req->list);
+    fiatomic_ep_progress_deferred(ep);
+}
+
+FIATOMIC_API ucs_status_ptr_t
+fiatomic_ep_flush_nbx(fiatomic_ep_h ep, const fiatomic_request_param_t *param)
+{
+    fiatomic_req_t *req;
+    ucs_status_t status;
+
+    if ((ep == NULL) || ep->destroyed) {
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+
+    req = fiatomic_req_get(ep, 0, 0);
+    if (req == NULL) {
+        return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
+    }
+
+    req->kind   = FIATOMIC_REQ_FLUSH;
+    req->flags  = FIATOMIC_REQ_F_POSTING;
+    /* A flush always reaches the target: base-family posts that completed
+     * only locally are flushed before it completes. */
+    if (param != NULL) {
+        if (param->op_attr_mask & FIATOMIC_OP_ATTR_FIELD_CALLBACK) {
+            req->cb = param->cb;
+        }
+        if (param->op_attr_mask & FIATOMIC_OP_ATTR_FIELD_USER_DATA) {
+            req->user_data = param->user_data;
+        }
+    }
+
+    fiatomic_ep_submit(ep, req);
+    req->flags &= ~FIATOMIC_REQ_F_POSTING;
+    if (req->flags & FIATOMIC_REQ_F_COMPLETED) {
+        status = req->status;
+        fiatomic_req_put(req);
+        return UCS_STATUS_PTR(status);
+    }
+
+    req->flags |= FIATOMIC_REQ_F_USER;
+    return req;
+}
+
+FIATOMIC_API void fiatomic_ep_destroy(fiatomic_ep_h ep)
+{
+    fiatomic_req_t *req;
+
+    if (ep == NULL) {
+        return;
+    }
+
+    ep->destroyed = true;
+    /* Nothing deferred will ever start now. */
+    while (!ucs_list_is_empty(&ep->deferred)) {
+        req         = ucs_list_extract_head(&ep->deferred, fiatomic_req_t,
+                                            list);
+        req->status = UCS_ERR_CANCELED;
+        fiatomic_req_complete(req);
+    }
+
+    /* Started operations finish (or fail) as UCP completes them; the ep is
+     * freed when the last one drains. */
+    if (ep->inflight == 0) {
+        fiatomic_ep_free(ep);
+    }
+}

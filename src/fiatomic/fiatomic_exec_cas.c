@@ -1,0 +1,174 @@
+/**
+ * CAS-loop strategy: every cell of 1..8-byte elements, through UCP's own
+ * compare-and-swap, so it stays in UCP's atomicity domain (CPU or device)
+ * and is atomic with respect to the native strategy and to plain UCP atomics.
+ *
+ * Elements of 1 and 2 bytes live inside their aligned 32-bit word: the loop
+ * swaps the whole word, and only the element's bits differ between the
+ * expected and the new word, so a neighbour's concurrent update makes the
+ * CAS fail and retry instead of being overwritten. x86-64 is little endian:
+ * the element at byte offset k of the word is at bit 8k.
+ *
+ * The first CAS expects the last value seen at that word (0 if none): when
+ * right, the operation takes one round trip; when wrong, the failed CAS
+ * returned the current value at the cost of a plain read.
+ * New values are always combined from the snapshot the CAS compares
+ * against, never from a re-read; the retry compares bits, the user-visible
+ * predicate (inside the combine function) compares values.
+ */
+#include "fiatomic_int.h"
+
+#include <string.h>
+
+bool fiatomic_cas_has(fiatomic_family_t family, int op, int datatype)
+{
+    size_t size = fiatomic_datatype_size(datatype);
+
+    return fiatomic_cell_defined(family, op, datatype) && (size >= 1) &&
+           (size <= 8);
+}
+
+static uint64_t fiatomic_cas_word_mask(const fiatomic_elem_t *elem)
+{
+    return (elem->word_size == 8) ? UINT64_MAX : UINT32_MAX;
+}
+
+static uint64_t fiatomic_cas_elem_mask(const fiatomic_elem_t *elem)
+{
+    size_t size = elem->req->elem_size;
+
+    return (size == 8) ? UINT64_MAX : ((UINT64_C(1) << (size * 8)) - 1);
+}
+
+static uint64_t fiatomic_cas_extract(const fiatomic_elem_t *elem,
+                                     uint64_t word)
+{
+    return (word >> elem->shift) & fiatomic_cas_elem_mask(elem);
+}
+
+/* The word with the element replaced by the op applied to it. */
+static uint64_t fiatomic_cas_apply(const fiatomic_elem_t *elem, uint64_t word)
+{
+    fiatomic_req_t *req = elem->req;
+    uint64_t emask      = fiatomic_cas_elem_mask(elem) << elem->shift;
+    uint64_t bits       = fiatomic_cas_extract(elem, word);
+    uint8_t value[8];
+
+    memcpy(value, &bits, sizeof(value));
+    req->combine(value, elem->operand, elem->compare);
+    bits = 0;
+    memcpy(&bits, value, req->elem_size);
+    return ((word & ~emask) | (bits << elem->shift)) &
+           fiatomic_cas_word_mask(elem);
+}
+
+static unsigned fiatomic_cas_guess_slot(uint64_t word_addr)
+{
+    return (unsigned)(word_addr >> 2) % FIATOMIC_GUESS_SLOTS;
+}
+
+static void fiatomic_cas_remember(fiatomic_elem_t *elem, uint64_t word)
+{
+    fiatomic_ep_h ep = elem->req->ep;
+    unsigned slot    = fiatomic_cas_guess_slot(elem->word_addr);
+
+    ep->guess[slot].word_addr = elem->word_addr;
+    ep->guess[slot].value     = word;
+}
+
+/* The element took effect with `old` as the word it replaced. */
+static void fiatomic_cas_finish(fiatomic_elem_t *elem, uint64_t old,
+                                uint64_t new_word)
+{
+    uint64_t bits = fiatomic_cas_extract(elem, old);
+
+    fiatomic_cas_remember(elem, new_word);
+    if (elem->result != NULL) {
+        memcpy(elem->result, &bits, elem->req->elem_size);
+    }
+    fiatomic_elem_done(elem, UCS_OK);
+}
+
+static void fiatomic_cas_cb(void *request, ucs_status_t status,
+                            void *user_data);
+
+/*
+ * Issue CAS attempts until one is in flight or the element is done. Called
+ * with elem->expected set; elem->observed tells whether it came from the
+ * target (then an op that would not change the value completes without a
+ * write: the read that observed it is its linearization point).
+ */
+static void fiatomic_cas_issue(fiatomic_elem_t *elem)
+{
+    fiatomic_ep_h ep = elem->req->ep;
+    uint64_t wmask   = fiatomic_cas_word_mask(elem);
+    ucs_status_ptr_t sptr;
+    uint64_t new_word;
+
+    for (;;) {
+        if (ep->destroyed) {
+            fiatomic_elem_done(elem, UCS_ERR_CANCELED);
+            return;
+        }
+
+        new_word = fiatomic_cas_apply(elem, elem->expected);
+        if (elem->observed && (new_word == elem->expected)) {
+            fiatomic_cas_finish(elem, elem->expected, new_word);
+            return;
+        }
+
+        elem->reply = new_word; /* in: the new word; out: the old one */
+        sptr = fiatomic_ucp_amo(elem, UCP_ATOMIC_OP_CSWAP, &elem->expected,
+                                elem->word_size, elem->word_addr, &elem->reply,
+                                fiatomic_cas_cb);
+        if (UCS_PTR_IS_PTR(sptr)) {
+            fiatomic_ep_inflight_add(ep);
+            return;
+        } else if (UCS_PTR_IS_ERR(sptr)) {
+            fiatomic_elem_done(elem, UCS_PTR_STATUS(sptr));
+            return;
+        }
+
+        /* Completed in place: elem->reply holds the old word. */
+        if ((elem->reply & wmask) == elem->expected) {
+            fiatomic_cas_finish(elem, elem->expected, new_word);
+            return;
+        }
+        elem->expected = elem->reply & wmask;
+        elem->observed = true;
+    }
+}
+
+static void fiatomic_cas_cb(void *request, ucs_status_t status,
+                            void *user_data)
+{
+    fiatomic_elem_t *elem = user_data;
+    fiatomic_ep_h ep      = elem->req->ep;
+    uint64_t wmask        = fiatomic_cas_word_mask(elem);
+    uint64_t old          = elem->reply & wmask;
+
+    ucp_request_free(request);
+    if (status != UCS_OK) {
+        /* A failed peer ends the loop: no retry on an error. */
+        fiatomic_elem_done(elem, status);
+    } else if (old == elem->expected) {
+        fiatomic_cas_finish(elem, elem->expected,
+                            fiatomic_cas_apply(elem, elem->expected));
+    } else {
+        elem->expected = old;
+        elem->observed = true;
+        fiatomic_cas_issue(elem);
+    }
+    fiatomic_ep_inflight_remove(ep); /* last: may free a destroyed ep */
+}
+
+void fiatomic_cas_start(fiatomic_elem_t *elem)
+{
+    fiatomic_ep_h ep = elem->req->ep;
+    unsigned slot    = fiatomic_cas_guess_slot(elem->word_addr);
+
+    elem->observed = false;
+    elem->expected = (ep->guess[slot].word_addr == elem->word_addr) ?
+                     ep->guess[slot].value : 0;
+    fiatomic_cas_issue(elem);
+}

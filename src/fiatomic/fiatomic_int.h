@@ -1,0 +1,249 @@
+/**
+ * libfiatomic internals: objects, the element state machine, and the
+ * interfaces between the post path, the strategies and the matrix.
+ */
+#ifndef FIATOMIC_INT_H_
+#define FIATOMIC_INT_H_
+
+#include "fiatomic.h"
+#include "fiatomic_types.h"
+
+#include <ucs/datastruct/list.h>
+#include <ucs/debug/log_def.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#define FIATOMIC_API __attribute__((visibility("default")))
+
+#define FIATOMIC_GUESS_SLOTS 256
+
+/* Internal invariants only, never user input (that gets a status). */
+#ifdef NDEBUG
+#  define fiatomic_assertv(_cond, _fmt, ...) do { } while (0)
+#else
+#  define fiatomic_assertv(_cond, _fmt, ...) \
+    do { \
+        if (!(_cond)) { \
+            ucs_error("fiatomic: assertion %s failed: " _fmt, #_cond, \
+                      ## __VA_ARGS__); \
+            abort(); \
+        } \
+    } while (0)
+#endif
+#define fiatomic_assert(_cond) fiatomic_assertv(_cond, "%s", "")
+
+/* ------------------------------------------------------------------------ */
+/* Matrix (fiatomic_matrix.c)                                                */
+
+/** The library supports (family, op, datatype) at all (any configuration):
+ *  false for out-of-range enum values too. */
+bool fiatomic_cell_defined(fiatomic_family_t family, int op, int datatype);
+/** Element size of a datatype, 0 if out of range. */
+size_t fiatomic_datatype_size(int datatype);
+/** FIATOMIC_TCLS_* of a datatype, 0 if out of range. */
+unsigned fiatomic_datatype_class(int datatype);
+/** The query flag word (0/FI_FETCH_ATOMIC/FI_COMPARE_ATOMIC) -> family;
+ *  false for invalid combinations. */
+bool fiatomic_family_from_flags(uint64_t flags, fiatomic_family_t *family_p);
+
+/* ------------------------------------------------------------------------ */
+/* Combine functions (fiatomic_combine.c)                                    */
+
+/**
+ * Apply op to one element: *value holds the target's current value on entry
+ * and the value to store on exit. operand/compare may be NULL when the op
+ * does not use them. Pure: no memory other than *value is touched.
+ */
+typedef void (*fiatomic_combine_fn_t)(void *value, const void *operand,
+                                      const void *compare);
+
+fiatomic_combine_fn_t fiatomic_combine_lookup(int op, int datatype);
+
+/* ------------------------------------------------------------------------ */
+/* Objects                                                                   */
+
+typedef enum {
+    FIATOMIC_DOMAIN_CPU,    /* UCP's atomics are CPU atomics (shm, self, or
+                               software atomics executed by the target) */
+    FIATOMIC_DOMAIN_DEVICE  /* UCP's atomics are executed by a device */
+} fiatomic_domain_t;
+
+struct fiatomic_context {
+    ucp_context_h       ucp_context;
+    ucp_worker_h        worker;
+    size_t              max_count;
+    fiatomic_strategy_t forced;     /* NONE = auto */
+    uint64_t            nonce;      /* identifies this process's keys */
+    unsigned            num_eps;
+    unsigned            num_mems;
+    ucs_list_link_t     free_reqs;  /* request cache: no malloc per op */
+    unsigned            num_free_reqs;
+};
+
+struct fiatomic_mem {
+    fiatomic_h fia;
+    ucp_mem_h  memh;
+    void       *address;
+    size_t     length;
+};
+
+/* The packed key a target hands out (followed by the UCP rkey buffer). */
+typedef struct fiatomic_key_hdr {
+    uint32_t magic;
+    uint32_t rkey_size;
+    uint64_t nonce;    /* the exposing context; same process -> direct ok */
+    uint64_t address;
+    uint64_t length;
+} fiatomic_key_hdr_t;
+
+#define FIATOMIC_KEY_MAGIC 0xf1a70111u
+
+typedef struct fiatomic_rkey {
+    ucp_rkey_h rkey;
+    uint64_t   address;     /* exposed range at the target */
+    uint64_t   length;
+    uint8_t    *local_base; /* non-NULL: the range is mapped here (direct) */
+} fiatomic_rkey_t;
+
+/* The user's uint64_t key is (generation << 32) | (slot index + 1): 0 is
+ * never valid, and a released key is caught when its slot is reused. */
+typedef struct fiatomic_key_slot {
+    fiatomic_rkey_t *key;        /* NULL when free */
+    uint32_t        generation;
+} fiatomic_key_slot_t;
+
+struct fiatomic_ep {
+    fiatomic_h        fia;
+    ucp_ep_h          ucp_ep;
+    unsigned          flags;           /* FIATOMIC_EP_FLAG_* */
+    fiatomic_domain_t domain;
+    bool              needs_progress;  /* UCP's atomics need target CPU */
+    bool              destroyed;       /* user destroyed it; zombie until
+                                          in-flight UCP operations drain */
+    bool              unflushed;       /* posts completed locally only */
+    fiatomic_key_slot_t *slots;
+    unsigned          num_slots;
+    ucs_status_t      flush_status;    /* of the last ucp flush */
+    unsigned          inflight;        /* elements with UCP ops in flight */
+    unsigned          outstanding;     /* started, not completed requests */
+    ucs_list_link_t   outstanding_list;
+    ucs_list_link_t   deferred;        /* behind a fence or a flush */
+    bool              flushing;        /* a ucp flush for a fence or a
+                                          flush request is running */
+    ucs_status_t      silent_error;    /* first error of an operation that
+                                          reports no completion; the next
+                                          flush returns it */
+    struct {
+        uint64_t word_addr;
+        uint64_t value;
+    }                 guess[FIATOMIC_GUESS_SLOTS]; /* last value seen per
+                                          word: the first CAS of a loop
+                                          expects it (1 round trip if right,
+                                          the same as a read if wrong) */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Requests and elements                                                     */
+
+typedef enum {
+    FIATOMIC_REQ_OP,
+    FIATOMIC_REQ_FLUSH
+} fiatomic_req_kind_t;
+
+/* Request flags */
+enum {
+    FIATOMIC_REQ_F_USER      = UCS_BIT(0), /* handed to the user */
+    FIATOMIC_REQ_F_FREED     = UCS_BIT(1), /* user called request_free */
+    FIATOMIC_REQ_F_COMPLETED = UCS_BIT(2),
+    FIATOMIC_REQ_F_FENCE     = UCS_BIT(3), /* FI_FENCE */
+    FIATOMIC_REQ_F_DELIVERY  = UCS_BIT(4), /* complete at target */
+    FIATOMIC_REQ_F_SILENT    = UCS_BIT(5), /* inject / no FI_COMPLETION */
+    FIATOMIC_REQ_F_STARTED   = UCS_BIT(6),
+    FIATOMIC_REQ_F_POSTING   = UCS_BIT(7)  /* the post call has not returned */
+};
+
+typedef struct fiatomic_req fiatomic_req_t;
+
+typedef struct fiatomic_elem {
+    fiatomic_req_t      *req;
+    fiatomic_rkey_t     *key;
+    uint64_t            raddr;      /* element's remote address */
+    const void          *operand;   /* NULL for ATOMIC_READ */
+    const void          *compare;   /* compare family only */
+    void                *result;    /* fetch/compare families only */
+    fiatomic_strategy_t strategy;
+    /* CAS-loop state: the enclosing word and the element inside it */
+    uint64_t            word_addr;
+    unsigned            word_size;  /* 4 or 8 */
+    unsigned            shift;      /* bit offset of the element in the word */
+    uint64_t            expected;   /* value the CAS compares against */
+    uint64_t            reply;      /* UCP reply buffer */
+    bool                observed;   /* expected was read from the target */
+} fiatomic_elem_t;
+
+struct fiatomic_req {
+    ucs_list_link_t          list;      /* ep outstanding/deferred, or cache */
+    fiatomic_h               fia;       /* owns the cache it returns to */
+    fiatomic_ep_h            ep;
+    fiatomic_req_kind_t      kind;
+    unsigned                 flags;     /* FIATOMIC_REQ_F_* */
+    fiatomic_family_t        family;
+    int                      op;
+    int                      datatype;
+    size_t                   elem_size;
+    fiatomic_combine_fn_t    combine;
+    size_t                   count;
+    size_t                   remaining; /* elements not yet done */
+    size_t                   next;      /* next element to start */
+    ucs_status_t             status;
+    fiatomic_send_callback_t cb;
+    void                     *user_data;
+    fiatomic_elem_t          *elems;
+    size_t                   elems_capacity;
+    uint8_t                  *copy;     /* FI_INJECT copies of operands */
+    size_t                   copy_capacity;
+};
+
+/* fiatomic_request.c */
+fiatomic_req_t *fiatomic_req_get(fiatomic_ep_h ep, size_t count,
+                                 size_t copy_bytes);
+void fiatomic_req_put(fiatomic_req_t *req);
+/** An element finished (status UCS_OK or an error). */
+void fiatomic_elem_done(fiatomic_elem_t *elem, ucs_status_t status);
+void fiatomic_req_cache_purge(fiatomic_h fia);
+
+/* fiatomic_ep.c */
+/** Start a request now, or defer it behind a fence/flush. */
+void fiatomic_ep_submit(fiatomic_ep_h ep, fiatomic_req_t *req);
+/** A started request completed: drives fences, flushes and zombie eps. */
+void fiatomic_ep_req_done(fiatomic_ep_h ep, fiatomic_req_t *req);
+fiatomic_rkey_t *fiatomic_ep_key_lookup(fiatomic_ep_h ep, uint64_t key);
+void fiatomic_ep_inflight_add(fiatomic_ep_h ep);
+void fiatomic_ep_inflight_remove(fiatomic_ep_h ep);
+/** Strategy for a cell on this ep/key under the current configuration. */
+fiatomic_strategy_t fiatomic_ep_select(fiatomic_ep_h ep,
+                                       const fiatomic_rkey_t *key,
+                                       fiatomic_family_t family, int op,
+                                       int datatype);
+
+/** Issue one UCP atomic on behalf of an element (user_data = elem). */
+ucs_status_ptr_t fiatomic_ucp_amo(fiatomic_elem_t *elem, ucp_atomic_op_t op,
+                                  const void *buffer, unsigned size,
+                                  uint64_t raddr, void *reply,
+                                  ucp_send_nbx_callback_t cb);
+
+/* Strategies: start one element; each calls fiatomic_elem_done() exactly
+ * once, possibly before returning. */
+bool fiatomic_native_has(fiatomic_family_t family, int op, int datatype);
+void fiatomic_native_start(fiatomic_elem_t *elem);
+bool fiatomic_cas_has(fiatomic_family_t family, int op, int datatype);
+void fiatomic_cas_start(fiatomic_elem_t *elem);
+bool fiatomic_direct_has(fiatomic_family_t family, int op, int datatype);
+void fiatomic_direct_start(fiatomic_elem_t *elem);
+
+/* fiatomic_context.c */
+fiatomic_strategy_t fiatomic_strategy_from_env(void);
+
+#endif

@@ -1,0 +1,157 @@
+/**
+ * Target side: exposing memory for remote atomics and packing its key.
+ *
+ * The packed key is a small header (range, the exposing context's nonce)
+ * followed by UCP's rkey buffer. Carrying the range lets the initiator
+ * refuse an out-of-range or misaligned element before anything is sent.
+ */
+#include "fiatomic_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+FIATOMIC_API ucs_status_t
+fiatomic_mem_expose(fiatomic_h fia, const fiatomic_mem_params_t *params,
+                    fiatomic_mem_h *mem_p)
+{
+    ucp_mem_map_params_t map_params = {0};
+    ucp_mem_attr_t attr;
+    fiatomic_mem_h mem;
+    ucs_status_t status;
+    unsigned flags = 0;
+
+    if ((fia == NULL) || (params == NULL) || (mem_p == NULL) ||
+        !(params->field_mask & FIATOMIC_MEM_PARAM_FIELD_LENGTH) ||
+        (params->length == 0)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (params->field_mask & FIATOMIC_MEM_PARAM_FIELD_FLAGS) {
+        if (params->flags & ~FIATOMIC_MEM_FLAG_ALLOCATE) {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        flags = params->flags;
+    }
+
+    map_params.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                            UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+    map_params.length     = params->length;
+    if (flags & FIATOMIC_MEM_FLAG_ALLOCATE) {
+        /* On posix/sysv only memory the transport allocated can be mapped
+         * by the peer, which is what makes the direct strategy possible. */
+        map_params.flags = UCP_MEM_MAP_ALLOCATE;
+    } else {
+        if (!(params->field_mask & FIATOMIC_MEM_PARAM_FIELD_ADDRESS) ||
+            (params->address == NULL)) {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        map_params.field_mask |= UCP_MEM_MAP_PARAM_FIELD_ADDRESS;
+        map_params.address     = params->address;
+    }
+
+    mem = calloc(1, sizeof(*mem));
+    if (mem == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    status = ucp_mem_map(fia->ucp_context, &map_params, &mem->memh);
+    if (status != UCS_OK) {
+        goto err_free;
+    }
+
+    attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH;
+    status          = ucp_mem_query(mem->memh, &attr);
+    if (status != UCS_OK) {
+        goto err_unmap;
+    }
+
+    mem->fia     = fia;
+    mem->address = attr.address;
+    /* The exposed range is what the user asked for, even if UCP mapped more
+     * (whole pages): nothing outside it may be operated on. */
+    mem->length  = params->length;
+    ++fia->num_mems;
+    *mem_p = mem;
+    return UCS_OK;
+
+err_unmap:
+    ucp_mem_unmap(fia->ucp_context, mem->memh);
+err_free:
+    free(mem);
+    return status;
+}
+
+FIATOMIC_API ucs_status_t fiatomic_mem_query(fiatomic_mem_h mem,
+                                             void **address_p,
+                                             size_t *length_p)
+{
+    if (mem == NULL) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (address_p != NULL) {
+        *address_p = mem->address;
+    }
+    if (length_p != NULL) {
+        *length_p = mem->length;
+    }
+    return UCS_OK;
+}
+
+FIATOMIC_API ucs_status_t fiatomic_mem_pack_key(fiatomic_mem_h mem,
+                                                void **key_p, size_t *size_p)
+{
+    fiatomic_key_hdr_t hdr;
+    void *rkey_buffer;
+    size_t rkey_size;
+    ucs_status_t status;
+    uint8_t *key;
+
+    if ((mem == NULL) || (key_p == NULL) || (size_p == NULL)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    status = ucp_rkey_pack(mem->fia->ucp_context, mem->memh, &rkey_buffer,
+                           &rkey_size);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    key = malloc(sizeof(hdr) + rkey_size);
+    if (key == NULL) {
+        ucp_rkey_buffer_release(rkey_buffer);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    hdr.magic     = FIATOMIC_KEY_MAGIC;
+    hdr.rkey_size = (uint32_t)rkey_size;
+    hdr.nonce     = mem->fia->nonce;
+    hdr.address   = (uintptr_t)mem->address;
+    hdr.length    = mem->length;
+    memcpy(key, &hdr, sizeof(hdr));
+    memcpy(key + sizeof(hdr), rkey_buffer, rkey_size);
+    ucp_rkey_buffer_release(rkey_buffer);
+
+    *key_p  = key;
+    *size_p = sizeof(hdr) + rkey_size;
+    return UCS_OK;
+}
+
+FIATOMIC_API void fiatomic_key_release(void *key)
+{
+    free(key);
+}
+
+FIATOMIC_API ucs_status_t fiatomic_mem_unexpose(fiatomic_mem_h mem)
+{
+    ucs_status_t status;
+
+    if (mem == NULL) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    status = ucp_mem_unmap(mem->fia->ucp_context, mem->memh);
+    --mem->fia->num_mems;
+    free(mem);
+    return status;
+}

@@ -1,0 +1,605 @@
+/**
+ * The operation calls: every form (plain, vector, msg, inject) of every
+ * family funnels into fiatomic_post(), which validates everything before
+ * anything is sent, lays the elements out, and hands the request to the
+ * endpoint.
+ */
+#include "fiatomic_int.h"
+
+#include <string.h>
+
+/* Flags an operation accepts. FI_TRANSMIT_COMPLETE and FI_INJECT_COMPLETE
+ * are what completion means anyway; FI_MORE is a hint. */
+#define FIATOMIC_OP_FLAGS (FI_INJECT | FI_FENCE | FI_COMPLETION | FI_MORE | \
+                           FI_TRANSMIT_COMPLETE | FI_INJECT_COMPLETE | \
+                           FI_DELIVERY_COMPLETE)
+
+/* What a call carries, whatever its form. */
+typedef struct fiatomic_call {
+    fiatomic_family_t        family;
+    int                      op;
+    int                      datatype;
+    const struct fi_ioc      *iov;
+    size_t                   iov_count;
+    const struct fi_ioc      *comparev;
+    size_t                   compare_count;
+    const struct fi_ioc      *resultv;
+    size_t                   result_count;
+    const struct fi_rma_ioc  *rma_iov;
+    size_t                   rma_iov_count;
+    uint64_t                 flags;
+    const fiatomic_request_param_t *param;
+    bool                     is_msg;   /* FI_COMPLETION is meaningful */
+    bool                     is_inject; /* fi_inject_atomic: no completion */
+    void                     *context; /* msg->context */
+} fiatomic_call_t;
+
+/* Natural alignment: a 1..16-byte element on a multiple of its size, a
+ * 32-byte one (long double complex) on 16. */
+static size_t fiatomic_alignment(size_t size)
+{
+    return (size > 16) ? 16 : size;
+}
+
+/* Sum the element counts of an ioc array; every entry with elements must
+ * have a buffer unless `may_be_null`, naturally aligned. */
+static ucs_status_t fiatomic_ioc_total(const struct fi_ioc *iov, size_t count,
+                                       size_t elem_size, bool may_be_null,
+                                       size_t *total_p)
+{
+    size_t total = 0, i;
+
+    if ((count > 0) && (iov == NULL)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    for (i = 0; i < count; ++i) {
+        if (iov[i].count == 0) {
+            continue;
+        }
+        if (!may_be_null &&
+            ((iov[i].addr == NULL) ||
+             ((uintptr_t)iov[i].addr % fiatomic_alignment(elem_size)))) {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        if (total + iov[i].count < total) {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        total += iov[i].count;
+    }
+
+    *total_p = total;
+    return UCS_OK;
+}
+
+/* Every remote segment: a known key, inside the exposed range, aligned. */
+static ucs_status_t fiatomic_rma_check(fiatomic_ep_h ep,
+                                       const fiatomic_call_t *call,
+                                       size_t elem_size, size_t *total_p)
+{
+    const struct fi_rma_ioc *rma;
+    fiatomic_rkey_t *key;
+    size_t total = 0, i;
+    uint64_t offset;
+
+    if ((call->rma_iov_count > 0) && (call->rma_iov == NULL)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    for (i = 0; i < call->rma_iov_count; ++i) {
+        rma = &call->rma_iov[i];
+        if (rma->count == 0) {
+            continue;
+        }
+        key = fiatomic_ep_key_lookup(ep, rma->key);
+        if ((key == NULL) || (rma->addr % fiatomic_alignment(elem_size)) ||
+            (rma->addr < key->address)) {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        offset = rma->addr - key->address;
+        if ((offset > key->length) ||
+            (rma->count > (key->length - offset) / elem_size)) {
+            return UCS_ERR_INVALID_PARAM; /* beyond the exposed range */
+        }
+        if (total + rma->count < total) {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        total += rma->count;
+    }
+
+    *total_p = total;
+    return UCS_OK;
+}
+
+static ucs_status_t fiatomic_call_check(fiatomic_ep_h ep,
+                                        const fiatomic_call_t *call,
+                                        size_t *count_p)
+{
+    size_t size = fiatomic_datatype_size(call->datatype);
+    bool needs_operand = (call->op != FI_ATOMIC_READ);
+    size_t count, rma_count, other;
+    ucs_status_t status;
+
+    if ((ep == NULL) || ep->destroyed) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (call->flags & (FI_TAGGED | FI_REMOTE_CQ_DATA)) {
+        return UCS_ERR_UNSUPPORTED;
+    } else if (call->flags & ~FIATOMIC_OP_FLAGS) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (!fiatomic_cell_defined(call->family, call->op, call->datatype)) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    status = fiatomic_ioc_total(call->iov, call->iov_count, size,
+                                !needs_operand, &count);
+    if (status != UCS_OK) {
+        return status;
+    }
+    if (!needs_operand) {
+        /* ATOMIC_READ ignores buf; the remote side gives the count. */
+        count = 0;
+    }
+
+    status = fiatomic_rma_check(ep, call, size, &rma_count);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if (needs_operand && (count != rma_count)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    count = rma_count;
+    if (count == 0) {
+        return UCS_ERR_INVALID_PARAM;
+    } else if (count > ep->fia->max_count) {
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+
+    if (call->family == FIATOMIC_FAMILY_COMPARE) {
+        status = fiatomic_ioc_total(call->comparev, call->compare_count, size,
+                                    false, &other);
+        if ((status != UCS_OK) || (other != count)) {
+            return UCS_ERR_INVALID_PARAM;
+        }
+    }
+
+    if (call->family != FIATOMIC_FAMILY_BASE) {
+        status = fiatomic_ioc_total(call->resultv, call->result_count, size,
+                                    false, &other);
+        if ((status != UCS_OK) || (other != count)) {
+            return UCS_ERR_INVALID_PARAM;
+        }
+    }
+
+    *count_p = count;
+    return UCS_OK;
+}
+
+/* Walks an ioc array element by element. */
+typedef struct {
+    const struct fi_ioc *iov;
+    size_t              entry;
+    size_t              index;
+} fiatomic_ioc_iter_t;
+
+static void *fiatomic_ioc_next(fiatomic_ioc_iter_t *it, size_t elem_size)
+{
+    void *ptr;
+
+    if (it->iov == NULL) {
+        return NULL;
+    }
+
+    while (it->index >= it->iov[it->entry].count) {
+        ++it->entry;
+        it->index = 0;
+    }
+
+    ptr = (uint8_t*)it->iov[it->entry].addr + it->index * elem_size;
+    ++it->index;
+    return ptr;
+}
+
+/* Lay out the elements; with FI_INJECT, operands and compare values are
+ * copied so the caller's buffers are free on return. */
+static ucs_status_t fiatomic_call_layout(fiatomic_ep_h ep,
+                                         const fiatomic_call_t *call,
+                                         fiatomic_req_t *req)
+{
+    size_t size        = req->elem_size;
+    bool inject        = (call->flags & FI_INJECT);
+    bool has_operand   = (call->op != FI_ATOMIC_READ);
+    bool has_compare   = (call->family == FIATOMIC_FAMILY_COMPARE);
+    fiatomic_ioc_iter_t opi = {has_operand ? call->iov : NULL, 0, 0};
+    fiatomic_ioc_iter_t cmi = {has_compare ? call->comparev : NULL, 0, 0};
+    fiatomic_ioc_iter_t rsi = {(call->family != FIATOMIC_FAMILY_BASE) ?
+                               call->resultv : NULL, 0, 0};
+    uint8_t *copy      = req->copy;
+    const struct fi_rma_ioc *rma;
+    fiatomic_elem_t *elem;
+    fiatomic_rkey_t *key;
+    size_t e = 0, i, j;
+
+    for (i = 0; i < call->rma_iov_count; ++i) {
+        rma = &call->rma_iov[i];
+        if (rma->count == 0) {
+            continue;
+        }
+        key = fiatomic_ep_key_lookup(ep, rma->key);
+        for (j = 0; j < rma->count; ++j, ++e) {
+            elem           = &req->elems[e];
+            elem->req      = req;
+            elem->key      = key;
+            elem->raddr    = rma->addr + j * size;
+            elem->operand  = fiatomic_ioc_next(&opi, size);
+            elem->compare  = fiatomic_ioc_next(&cmi, size);
+            elem->result   = fiatomic_ioc_next(&rsi, size);
+            elem->strategy = fiatomic_ep_select(ep, key, call->family,
+                                                call->op, call->datatype);
+            if (elem->strategy == FIATOMIC_STRATEGY_NONE) {
+                return UCS_ERR_UNSUPPORTED;
+            }
+            if (inject && (elem->operand != NULL)) {
+                memcpy(copy, elem->operand, size);
+                elem->operand = copy;
+                copy         += size;
+            }
+            if (inject && (elem->compare != NULL)) {
+                memcpy(copy, elem->compare, size);
+                elem->compare = copy;
+                copy         += size;
+            }
+            /* The CAS loop works on the aligned word that holds the element:
+             * 32 bits for elements of up to 4 bytes, else 64. */
+            elem->word_size = (size <= 4) ? 4 : 8;
+            elem->word_addr = elem->raddr & ~(uint64_t)(elem->word_size - 1);
+            elem->shift     = (unsigned)(elem->raddr - elem->word_addr) * 8;
+            elem->observed  = false;
+        }
+    }
+
+    return UCS_OK;
+}
+
+static ucs_status_ptr_t fiatomic_post(fiatomic_ep_h ep,
+                                      const fiatomic_call_t *call)
+{
+    const fiatomic_request_param_t *param = call->param;
+    size_t count, copy_bytes = 0;
+    fiatomic_req_t *req;
+    ucs_status_t status;
+
+    status = fiatomic_call_check(ep, call, &count);
+    if (status != UCS_OK) {
+        return UCS_STATUS_PTR(status);
+    }
+
+    if (call->flags & FI_INJECT) {
+        copy_bytes = count * fiatomic_datatype_size(call->datatype) * 2;
+    }
+
+    req = fiatomic_req_get(ep, count, copy_bytes);
+    if (req == NULL) {
+        return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
+    }
+
+    req->family    = call->family;
+    req->op        = call->op;
+    req->datatype  = call->datatype;
+    req->elem_size = fiatomic_datatype_size(call->datatype);
+    req->combine   = fiatomic_combine_lookup(call->op, call->datatype);
+    req->flags     = FIATOMIC_REQ_F_POSTING;
+    if (call->flags & FI_FENCE) {
+        req->flags |= FIATOMIC_REQ_F_FENCE;
+    }
+    if (call->flags & FI_DELIVERY_COMPLETE) {
+        req->flags |= FIATOMIC_REQ_F_DELIVERY;
+    }
+    /* fi_inject_atomic, or a msg call without FI_COMPLETION on an endpoint
+     * with selective completion: no completion is reported. */
+    if (call->is_inject ||
+        (call->is_msg && (ep->flags & FIATOMIC_EP_FLAG_SELECTIVE_COMPLETION) &&
+         !(call->flags & FI_COMPLETION))) {
+        req->flags |= FIATOMIC_REQ_F_SILENT;
+    }
+
+    req->user_data = call->context;
+    if (param != NULL) {
+        if (param->op_attr_mask & FIATOMIC_OP_ATTR_FIELD_CALLBACK) {
+            req->cb = param->cb;
+        }
+        if (param->op_attr_mask & FIATOMIC_OP_ATTR_FIELD_USER_DATA) {
+            req->user_data = param->user_data;
+        }
+    }
+
+    status = fiatomic_call_layout(ep, call, req);
+    if (status != UCS_OK) {
+        fiatomic_req_put(req);
+        return UCS_STATUS_PTR(status);
+    }
+
+    fiatomic_ep_submit(ep, req);
+    req->flags &= ~FIATOMIC_REQ_F_POSTING;
+
+    if (req->flags & FIATOMIC_REQ_F_COMPLETED) {
+        status = req->status;
+        if ((req->flags & FIATOMIC_REQ_F_SILENT) && (status != UCS_OK) &&
+            (ep->silent_error == status)) {
+            ep->silent_error = UCS_OK; /* reported right here instead */
+        }
+        fiatomic_req_put(req);
+        return UCS_STATUS_PTR(status);
+    }
+
+    if (req->flags & FIATOMIC_REQ_F_SILENT) {
+        return NULL; /* finishes in the background; flush waits for it */
+    }
+
+    req->flags |= FIATOMIC_REQ_F_USER;
+    return req;
+}
+
+static uint64_t fiatomic_param_flags(const fiatomic_request_param_t *param)
+{
+    return ((param != NULL) &&
+            (param->op_attr_mask & FIATOMIC_OP_ATTR_FIELD_FLAGS)) ?
+           param->flags : 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Base family                                                               */
+
+FIATOMIC_API ucs_status_ptr_t
+fiatomic_atomic_nbx(fiatomic_ep_h ep, const void *buf, size_t count,
+                    uint64_t addr, uint64_t key, enum fi_datatype datatype,
+                    enum fi_op op, const fiatomic_request_param_t *param)
+{
+    struct fi_ioc iov          = {(void*)buf, count};
+    struct fi_rma_ioc rma      = {addr, count, key};
+    fiatomic_call_t call       = {0};
+
+    call.family        = FIATOMIC_FAMILY_BASE;
+    call.op            = op;
+    call.datatype      = datatype;
+    call.iov           = &iov;
+    call.iov_count     = 1;
+    call.rma_iov       = &rma;
+    call.rma_iov_count = 1;
+    call.flags         = fiatomic_param_flags(param);
+    call.param         = param;
+    return fiatomic_post(ep, &call);
+}
+
+FIATOMIC_API ucs_status_ptr_t
+fiatomic_atomicv_nbx(fiatomic_ep_h ep, const struct fi_ioc *iov,
+                     size_t iov_count, const struct fi_rma_ioc *rma_iov,
+                     size_t rma_iov_count, enum fi_datatype datatype,
+                     enum fi_op op, const fiatomic_request_param_t *param)
+{
+    fiatomic_call_t call = {0};
+
+    call.family        = FIATOMIC_FAMILY_BASE;
+    call.op            = op;
+    call.datatype      = datatype;
+    call.iov           = iov;
+    call.iov_count     = iov_count;
+    call.rma_iov       = rma_iov;
+    call.rma_iov_count = rma_iov_count;
+    call.flags         = fiatomic_param_flags(param);
+    call.param         = param;
+    return fiatomic_post(ep, &call);
+}
+
+static void fiatomic_call_from_msg(fiatomic_call_t *call,
+                                   fiatomic_family_t family,
+                                   const struct fi_msg_atomic *msg,
+                                   uint64_t flags,
+                                   const fiatomic_request_param_t *param)
+{
+    call->family        = family;
+    call->op            = msg->op;
+    call->datatype      = msg->datatype;
+    call->iov           = msg->msg_iov;
+    call->iov_count     = msg->iov_count;
+    call->rma_iov       = msg->rma_iov;
+    call->rma_iov_count = msg->rma_iov_count;
+    call->flags         = flags | fiatomic_param_flags(param);
+    call->param         = param;
+    call->is_msg        = true;
+    call->context       = msg->context;
+}
+
+FIATOMIC_API ucs_status_ptr_t
+fiatomic_atomicmsg_nbx(fiatomic_ep_h ep, const struct fi_msg_atomic *msg,
+                       uint64_t flags, const fiatomic_request_param_t *param)
+{
+    fiatomic_call_t call = {0};
+
+    if (msg == NULL) {
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+
+    fiatomic_call_from_msg(&call, FIATOMIC_FAMILY_BASE, msg, flags, param);
+    return fiatomic_post(ep, &call);
+}
+
+FIATOMIC_API ucs_status_t
+fiatomic_inject_atomic(fiatomic_ep_h ep, const void *buf, size_t count,
+                       uint64_t addr, uint64_t key, enum fi_datatype datatype,
+                       enum fi_op op)
+{
+    struct fi_ioc iov     = {(void*)buf, count};
+    struct fi_rma_ioc rma = {addr, count, key};
+    fiatomic_call_t call  = {0};
+    ucs_status_ptr_t sptr;
+
+    call.family        = FIATOMIC_FAMILY_BASE;
+    call.op            = op;
+    call.datatype      = datatype;
+    call.iov           = &iov;
+    call.iov_count     = 1;
+    call.rma_iov       = &rma;
+    call.rma_iov_count = 1;
+    call.flags         = FI_INJECT;
+    call.is_inject     = true;
+    sptr = fiatomic_post(ep, &call);
+    return UCS_PTR_STATUS(sptr); /* a silent request is never returned */
+}
+
+/* ------------------------------------------------------------------------ */
+/* Fetch family                                                              */
+
+FIATOMIC_API ucs_status_ptr_t
+fiatomic_fetch_atomic_nbx(fiatomic_ep_h ep, const void *buf, size_t count,
+                          void *result, uint64_t addr, uint64_t key,
+                          enum fi_datatype datatype, enum fi_op op,
+                          const fiatomic_request_param_t *param)
+{
+    struct fi_ioc iov     = {(void*)buf, count};
+    struct fi_ioc res     = {result, count};
+    struct fi_rma_ioc rma = {addr, count, key};
+    fiatomic_call_t call  = {0};
+
+    call.family        = FIATOMIC_FAMILY_FETCH;
+    call.op            = op;
+    call.datatype      = datatype;
+    call.iov           = &iov;
+    call.iov_count     = 1;
+    call.resultv       = &res;
+    call.result_count  = 1;
+    call.rma_iov       = &rma;
+    call.rma_iov_count = 1;
+    call.flags         = fiatomic_param_flags(param);
+    call.param         = param;
+    return fiatomic_post(ep, &call);
+}
+
+FIATOMIC_API ucs_status_ptr_t
+fiatomic_fetch_atomicv_nbx(fiatomic_ep_h ep, const struct fi_ioc *iov,
+                           size_t iov_count, struct fi_ioc *resultv,
+                           size_t result_count,
+                           const struct fi_rma_ioc *rma_iov,
+                           size_t rma_iov_count, enum fi_datatype datatype,
+                           enum fi_op op,
+                           const fiatomic_request_param_t *param)
+{
+    fiatomic_call_t call = {0};
+
+    call.family        = FIATOMIC_FAMILY_FETCH;
+    call.op            = op;
+    call.datatype      = datatype;
+    call.iov           = iov;
+    call.iov_count     = iov_count;
+    call.resultv       = resultv;
+    call.result_count  = result_count;
+    call.rma_iov       = rma_iov;
+    call.rma_iov_count = rma_iov_count;
+    call.flags         = fiatomic_param_flags(param);
+    call.param         = param;
+    return fiatomic_post(ep, &call);
+}
+
+FIATOMIC_API ucs_status_ptr_t
+fiatomic_fetch_atomicmsg_nbx(fiatomic_ep_h ep, const struct fi_msg_atomic *msg,
+                             struct fi_ioc *resultv, size_t result_count,
+                             uint64_t flags,
+                             const fiatomic_request_param_t *param)
+{
+    fiatomic_call_t call = {0};
+
+    if (msg == NULL) {
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+
+    fiatomic_call_from_msg(&call, FIATOMIC_FAMILY_FETCH, msg, flags, param);
+    call.resultv      = resultv;
+    call.result_count = result_count;
+    return fiatomic_post(ep, &call);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Compare family                                                            */
+
+FIATOMIC_API ucs_status_ptr_t
+fiatomic_compare_atomic_nbx(fiatomic_ep_h ep, const void *buf, size_t count,
+                            const void *compare, void *result, uint64_t addr,
+                            uint64_t key, enum fi_datatype datatype,
+                            enum fi_op op,
+                            const fiatomic_request_param_t *param)
+{
+    struct fi_ioc iov     = {(void*)buf, count};
+    struct fi_ioc cmp     = {(void*)compare, count};
+    struct fi_ioc res     = {result, count};
+    struct fi_rma_ioc rma = {addr, count, key};
+    fiatomic_call_t call  = {0};
+
+    call.family        = FIATOMIC_FAMILY_COMPARE;
+    call.op            = op;
+    call.datatype      = datatype;
+    call.iov           = &iov;
+    call.iov_count     = 1;
+    call.comparev      = &cmp;
+    call.compare_count = 1;
+    call.resultv       = &res;
+    call.result_count  = 1;
+    call.rma_iov       = &rma;
+    call.rma_iov_count = 1;
+    call.flags         = fiatomic_param_flags(param);
+    call.param         = param;
+    return fiatomic_post(ep, &call);
+}
+
+FIATOMIC_API ucs_status_ptr_t
+fiatomic_compare_atomicv_nbx(fiatomic_ep_h ep, const struct fi_ioc *iov,
+                             size_t iov_count, const struct fi_ioc *comparev,
+                             size_t compare_count, struct fi_ioc *resultv,
+                             size_t result_count,
+                             const struct fi_rma_ioc *rma_iov,
+                             size_t rma_iov_count, enum fi_datatype datatype,
+                             enum fi_op op,
+                             const fiatomic_request_param_t *param)
+{
+    fiatomic_call_t call = {0};
+
+    call.family        = FIATOMIC_FAMILY_COMPARE;
+    call.op            = op;
+    call.datatype      = datatype;
+    call.iov           = iov;
+    call.iov_count     = iov_count;
+    call.comparev      = comparev;
+    call.compare_count = compare_count;
+    call.resultv       = resultv;
+    call.result_count  = result_count;
+    call.rma_iov       = rma_iov;
+    call.rma_iov_count = rma_iov_count;
+    call.flags         = fiatomic_param_flags(param);
+    call.param         = param;
+    return fiatomic_post(ep, &call);
+}
+
+FIATOMIC_API ucs_status_ptr_t
+fiatomic_compare_atomicmsg_nbx(fiatomic_ep_h ep,
+                               const struct fi_msg_atomic *msg,
+                               const struct fi_ioc *comparev,
+                               size_t compare_count, struct fi_ioc *resultv,
+                               size_t result_count, uint64_t flags,
+                               const fiatomic_request_param_t *param)
+{
+    fiatomic_call_t call = {0};
+
+    if (msg == NULL) {
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+
+    fiatomic_call_from_msg(&call, FIATOMIC_FAMILY_COMPARE, msg, flags, param);
+    call.comparev      = comparev;
+    call.compare_count = compare_count;
+    call.resultv       = resultv;
+    call.result_count  = result_count;
+    return fiatomic_post(ep, &call);
+}

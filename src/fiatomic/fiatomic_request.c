@@ -1,0 +1,145 @@
+/**
+ * Requests: allocation from a per-context cache (no malloc per operation in
+ * steady state), completion, and the user-facing check/free calls.
+ */
+#include "fiatomic_int.h"
+
+#include <stdlib.h>
+
+/* Requests kept for reuse; beyond this they are freed. */
+#define FIATOMIC_REQ_CACHE_MAX 1024
+
+static ucs_status_t fiatomic_req_reserve(fiatomic_req_t *req, size_t count,
+                                         size_t copy_bytes)
+{
+    void *ptr;
+
+    if (count > req->elems_capacity) {
+        ptr = realloc(req->elems, count * sizeof(*req->elems));
+        if (ptr == NULL) {
+            return UCS_ERR_NO_MEMORY;
+        }
+        req->elems          = ptr;
+        req->elems_capacity = count;
+    }
+
+    if (copy_bytes > req->copy_capacity) {
+        ptr = realloc(req->copy, copy_bytes);
+        if (ptr == NULL) {
+            return UCS_ERR_NO_MEMORY;
+        }
+        req->copy          = ptr;
+        req->copy_capacity = copy_bytes;
+    }
+
+    return UCS_OK;
+}
+
+fiatomic_req_t *fiatomic_req_get(fiatomic_ep_h ep, size_t count,
+                                 size_t copy_bytes)
+{
+    fiatomic_h fia = ep->fia;
+    fiatomic_req_t *req;
+
+    if (!ucs_list_is_empty(&fia->free_reqs)) {
+        req = ucs_list_extract_head(&fia->free_reqs, fiatomic_req_t, list);
+        --fia->num_free_reqs;
+    } else {
+        req = calloc(1, sizeof(*req));
+        if (req == NULL) {
+            return NULL;
+        }
+    }
+
+    if (fiatomic_req_reserve(req, count, copy_bytes) != UCS_OK) {
+        free(req->elems);
+        free(req->copy);
+        free(req);
+        return NULL;
+    }
+
+    req->fia       = fia;
+    req->ep        = ep;
+    req->kind      = FIATOMIC_REQ_OP;
+    req->flags     = 0;
+    req->count     = count;
+    req->remaining = 0;
+    req->next      = 0;
+    req->status    = UCS_OK;
+    req->cb        = NULL;
+    req->user_data = NULL;
+    return req;
+}
+
+static void fiatomic_req_release(fiatomic_req_t *req)
+{
+    free(req->elems);
+    free(req->copy);
+    free(req);
+}
+
+void fiatomic_req_put(fiatomic_req_t *req)
+{
+    fiatomic_h fia = req->fia;
+
+    if (fia->num_free_reqs >= FIATOMIC_REQ_CACHE_MAX) {
+        fiatomic_req_release(req);
+        return;
+    }
+
+    ucs_list_add_head(&fia->free_reqs, &req->list);
+    ++fia->num_free_reqs;
+}
+
+void fiatomic_req_cache_purge(fiatomic_h fia)
+{
+    fiatomic_req_t *req;
+
+    while (!ucs_list_is_empty(&fia->free_reqs)) {
+        req = ucs_list_extract_head(&fia->free_reqs, fiatomic_req_t, list);
+        fiatomic_req_release(req);
+    }
+    fia->num_free_reqs = 0;
+}
+
+void fiatomic_elem_done(fiatomic_elem_t *elem, ucs_status_t status)
+{
+    fiatomic_req_t *req = elem->req;
+
+    if ((status != UCS_OK) && (req->status == UCS_OK)) {
+        req->status = status; /* the first error is the request's */
+    }
+
+    fiatomic_assert(req->remaining > 0);
+    if (--req->remaining == 0) {
+        fiatomic_ep_req_done(req->ep, req);
+    }
+}
+
+FIATOMIC_API ucs_status_t fiatomic_request_check_status(void *request)
+{
+    fiatomic_req_t *req = request;
+
+    if (req == NULL) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    return (req->flags & FIATOMIC_REQ_F_COMPLETED) ? req->status :
+                                                     UCS_INPROGRESS;
+}
+
+FIATOMIC_API void fiatomic_request_free(void *request)
+{
+    fiatomic_req_t *req = request;
+
+    if (req == NULL) {
+        return;
+    }
+
+    if (req->flags & FIATOMIC_REQ_F_COMPLETED) {
+        fiatomic_req_put(req);
+    } else {
+        /* Finishes in the background and is recycled on completion. */
+        req->flags |= FIATOMIC_REQ_F_FREED;
+    }
+}

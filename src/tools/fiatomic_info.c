@@ -1,0 +1,418 @@
+/**
+ * fiatomic_info: the support matrix for the UCX configuration in the
+ * environment, as a table or (--csv) one line per cell:
+ *   family,op,datatype,supported,strategy,needs_target_progress
+ *
+ * Strategies depend on the endpoint and the key (a peer in another process
+ * cannot take the direct path over tcp, one in this process could), so the
+ * tool starts a second process as the target, exposes memory there, and asks
+ * about a real endpoint to it.
+ */
+#include "fiatomic.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define INFO_TARGET_LENGTH 4096
+
+typedef struct {
+    ucp_context_h context;
+    ucp_worker_h  worker;
+    fiatomic_h    fia;
+} info_node_t;
+
+static int info_write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    ssize_t n;
+
+    while (len > 0) {
+        n = write(fd, p, len);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        } else if (n <= 0) {
+            return -1;
+        }
+        p   += n;
+        len -= n;
+    }
+    return 0;
+}
+
+static int info_read_all(int fd, void *buf, size_t len)
+{
+    char *p = buf;
+    ssize_t n;
+
+    while (len > 0) {
+        n = read(fd, p, len);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        } else if (n <= 0) {
+            return -1;
+        }
+        p   += n;
+        len -= n;
+    }
+    return 0;
+}
+
+/* Length-prefixed blob over a pipe. */
+static int info_send_blob(int fd, const void *buf, size_t len)
+{
+    uint64_t len64 = len;
+
+    return (info_write_all(fd, &len64, sizeof(len64)) ||
+            info_write_all(fd, buf, len)) ? -1 : 0;
+}
+
+static void *info_recv_blob(int fd, size_t *len_p)
+{
+    uint64_t len64;
+    void *buf;
+
+    if (info_read_all(fd, &len64, sizeof(len64)) || (len64 > (1u << 20))) {
+        return NULL;
+    }
+    buf = malloc(len64 ? len64 : 1);
+    if ((buf == NULL) || info_read_all(fd, buf, len64)) {
+        free(buf);
+        return NULL;
+    }
+    *len_p = len64;
+    return buf;
+}
+
+static int info_node_init(info_node_t *node)
+{
+    ucp_params_t params;
+    ucp_worker_params_t wparams;
+    ucs_status_t status;
+
+    params.field_mask = UCP_PARAM_FIELD_FEATURES;
+    params.features   = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 |
+                        UCP_FEATURE_AMO64;
+    status = ucp_init(&params, NULL, &node->context);
+    if (status != UCS_OK) {
+        fprintf(stderr, "fiatomic_info: ucp_init: %s\n",
+                ucs_status_string(status));
+        return -1;
+    }
+
+    wparams.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+    status = ucp_worker_create(node->context, &wparams, &node->worker);
+    if (status != UCS_OK) {
+        fprintf(stderr, "fiatomic_info: ucp_worker_create: %s\n",
+                ucs_status_string(status));
+        ucp_cleanup(node->context);
+        return -1;
+    }
+
+    status = fiatomic_create(node->context, node->worker, NULL, &node->fia);
+    if (status != UCS_OK) {
+        fprintf(stderr, "fiatomic_info: fiatomic_create: %s\n",
+                ucs_status_string(status));
+        ucp_worker_destroy(node->worker);
+        ucp_cleanup(node->context);
+        return -1;
+    }
+    return 0;
+}
+
+static void info_node_cleanup(info_node_t *node)
+{
+    fiatomic_destroy(node->fia);
+    ucp_worker_destroy(node->worker);
+    ucp_cleanup(node->context);
+}
+
+/* The target process: expose memory, hand out address and key, progress
+ * until the initiator closes the pipe. */
+static int info_serve_target(int in_fd, int out_fd)
+{
+    fiatomic_mem_params_t mparams;
+    ucp_address_t *address;
+    size_t address_len, key_len;
+    fiatomic_mem_h mem;
+    info_node_t node;
+    void *key, *base;
+    uint64_t base64;
+    char byte;
+
+    if (info_node_init(&node)) {
+        return 1;
+    }
+
+    mparams.field_mask = FIATOMIC_MEM_PARAM_FIELD_LENGTH |
+                         FIATOMIC_MEM_PARAM_FIELD_FLAGS;
+    mparams.length     = INFO_TARGET_LENGTH;
+    mparams.flags      = FIATOMIC_MEM_FLAG_ALLOCATE;
+    if ((fiatomic_mem_expose(node.fia, &mparams, &mem) != UCS_OK) ||
+        (fiatomic_mem_query(mem, &base, NULL) != UCS_OK) ||
+        (fiatomic_mem_pack_key(mem, &key, &key_len) != UCS_OK) ||
+        (ucp_worker_get_address(node.worker, &address, &address_len) !=
+         UCS_OK)) {
+        fprintf(stderr, "fiatomic_info: target setup failed\n");
+        return 1;
+    }
+
+    base64 = (uintptr_t)base;
+    if (info_send_blob(out_fd, address, address_len) ||
+        info_send_blob(out_fd, key, key_len) ||
+        info_send_blob(out_fd, &base64, sizeof(base64))) {
+        return 1;
+    }
+    ucp_worker_release_address(node.worker, address);
+    fiatomic_key_release(key);
+
+    /* Software atomics over active messages need this side to progress. */
+    for (;;) {
+        fd_set set;
+        struct timeval tv = {0, 1000};
+
+        ucp_worker_progress(node.worker);
+        FD_ZERO(&set);
+        FD_SET(in_fd, &set);
+        if ((select(in_fd + 1, &set, NULL, NULL, &tv) > 0) &&
+            (read(in_fd, &byte, 1) <= 0)) {
+            break;
+        }
+    }
+
+    fiatomic_mem_unexpose(mem);
+    info_node_cleanup(&node);
+    return 0;
+}
+
+typedef struct {
+    pid_t pid;
+    int   to_target;   /* closing it tells the target to exit */
+    int   from_target;
+} info_target_t;
+
+static int info_spawn_target(info_target_t *target)
+{
+    int to[2], from[2];
+    char in_arg[16], out_arg[16];
+    char *argv[5];
+    posix_spawn_file_actions_t actions;
+
+    if (pipe(to) || pipe(from)) {
+        perror("fiatomic_info: pipe");
+        return -1;
+    }
+
+    snprintf(in_arg, sizeof(in_arg), "%d", to[0]);
+    snprintf(out_arg, sizeof(out_arg), "%d", from[1]);
+    argv[0] = "fiatomic_info";
+    argv[1] = "--serve-target";
+    argv[2] = in_arg;
+    argv[3] = out_arg;
+    argv[4] = NULL;
+
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addclose(&actions, to[1]);
+    posix_spawn_file_actions_addclose(&actions, from[0]);
+    if (posix_spawn(&target->pid, "/proc/self/exe", &actions, NULL, argv,
+                    environ)) {
+        perror("fiatomic_info: posix_spawn");
+        return -1;
+    }
+    posix_spawn_file_actions_destroy(&actions);
+    close(to[0]);
+    close(from[1]);
+    target->to_target   = to[1];
+    target->from_target = from[0];
+    return 0;
+}
+
+/* Elements of at most 8 bytes: everything before FI_DOUBLE_COMPLEX in enum
+ * order, the 128-bit integers come after FI_DATATYPE_LAST. */
+static int info_is_small(int datatype)
+{
+    return datatype < FI_DOUBLE_COMPLEX;
+}
+
+static void info_print_table(fiatomic_ep_h ep, uint64_t key,
+                             unsigned *supported, unsigned *small_supported)
+{
+    fiatomic_cell_info_t info;
+    int family, op, dt;
+
+    printf("strategy per cell: N native, C cas, D direct, x unsupported here,"
+           " . not a cell; * completion needs target progress\n");
+    for (family = 0; family < FIATOMIC_FAMILY_LAST; ++family) {
+        printf("\n%s family\n%-16s", fiatomic_family_name(family), "");
+        for (dt = 0; dt <= FI_UINT128; ++dt) {
+            /* "FI_UINT16" -> "UINT16", truncated to fit a column */
+            printf(" %-6.6s", fiatomic_datatype_name(dt) + 3);
+        }
+        printf("\n");
+        for (op = 0; op < FI_ATOMIC_OP_LAST; ++op) {
+            printf("%-16s", fiatomic_op_name(op));
+            for (dt = 0; dt <= FI_UINT128; ++dt) {
+                char cell[3] = ".";
+                if (fiatomic_query_cell(ep, key, family, dt, op, &info) == 0) {
+                    cell[0] = "xNCD"[info.strategy];
+                    cell[1] = info.needs_target_progress ? '*' : '\0';
+                    if (info.strategy != FIATOMIC_STRATEGY_NONE) {
+                        ++*supported;
+                        *small_supported += info_is_small(dt);
+                    }
+                }
+                printf(" %-6s", cell);
+            }
+            printf("\n");
+        }
+    }
+}
+
+static void info_print_csv(fiatomic_ep_h ep, uint64_t key, int all,
+                           unsigned *supported, unsigned *small_supported)
+{
+    fiatomic_cell_info_t info;
+    int family, op, dt, ret;
+
+    printf("family,op,datatype,supported,strategy,needs_target_progress\n");
+    for (family = 0; family < FIATOMIC_FAMILY_LAST; ++family) {
+        for (op = 0; op < FI_ATOMIC_OP_LAST; ++op) {
+            for (dt = 0; dt <= FI_UINT128; ++dt) {
+                ret = fiatomic_query_cell(ep, key, family, dt, op, &info);
+                if ((ret != 0) && !all) {
+                    continue; /* not a cell of fi_atomic(3) at all */
+                }
+                if (ret != 0) {
+                    info.strategy              = FIATOMIC_STRATEGY_NONE;
+                    info.needs_target_progress = 0;
+                }
+                printf("%s,%s,%s,%d,%s,%d\n", fiatomic_family_name(family),
+                       fiatomic_op_name(op), fiatomic_datatype_name(dt),
+                       info.strategy != FIATOMIC_STRATEGY_NONE,
+                       fiatomic_strategy_name(info.strategy),
+                       info.needs_target_progress);
+                if (info.strategy != FIATOMIC_STRATEGY_NONE) {
+                    ++*supported;
+                    *small_supported += info_is_small(dt);
+                }
+            }
+        }
+    }
+}
+
+static void usage(void)
+{
+    printf("Usage: fiatomic_info [--csv] [--all]\n"
+           "  Prints which fi_atomic(3) cells libfiatomic executes, and how,\n"
+           "  for the UCX configuration in the environment (UCX_TLS, ...)\n"
+           "  and FIATOMIC_STRATEGY, between this process and a target\n"
+           "  process it starts.\n"
+           "  --csv  one line per cell: family,op,datatype,supported,"
+           "strategy,needs_target_progress\n"
+           "  --all  with --csv, also the (family, op, datatype) triples that\n"
+           "         are not cells of fi_atomic(3) (supported=0)\n");
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"csv",  no_argument, NULL, 'c'},
+        {"all",  no_argument, NULL, 'a'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}
+    };
+    unsigned supported = 0, small_supported = 0;
+    int csv = 0, all = 0, opt, status_code, i;
+    void *address, *key_buf, *base_buf;
+    size_t address_len, key_len, base_len;
+    ucp_ep_params_t ep_params;
+    info_target_t target;
+    ucp_ep_h ucp_ep;
+    fiatomic_ep_h ep;
+    info_node_t node;
+    uint64_t key;
+    void *close_req;
+
+    if ((argc == 4) && !strcmp(argv[1], "--serve-target")) {
+        return info_serve_target(atoi(argv[2]), atoi(argv[3]));
+    }
+
+    while ((opt = getopt_long(argc, argv, "cah", options, NULL)) != -1) {
+        switch (opt) {
+        case 'c': csv = 1; break;
+        case 'a': all = 1; break;
+        case 'h': usage(); return 0;
+        default:  usage(); return 2;
+        }
+    }
+
+    signal(SIGPIPE, SIG_IGN);
+    if (info_spawn_target(&target) || info_node_init(&node)) {
+        return 1;
+    }
+
+    address  = info_recv_blob(target.from_target, &address_len);
+    key_buf  = info_recv_blob(target.from_target, &key_len);
+    base_buf = info_recv_blob(target.from_target, &base_len);
+    if ((address == NULL) || (key_buf == NULL) || (base_buf == NULL)) {
+        fprintf(stderr, "fiatomic_info: the target process failed\n");
+        return 1;
+    }
+
+    ep_params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    ep_params.address    = address;
+    if ((ucp_ep_create(node.worker, &ep_params, &ucp_ep) != UCS_OK) ||
+        (fiatomic_ep_create(node.fia, ucp_ep, NULL, &ep) != UCS_OK) ||
+        (fiatomic_rkey_unpack(ep, key_buf, key_len, &key) != UCS_OK)) {
+        fprintf(stderr, "fiatomic_info: cannot reach the target over UCX\n");
+        return 1;
+    }
+    for (i = 0; i < 100; ++i) {
+        ucp_worker_progress(node.worker);
+    }
+
+    if (csv) {
+        info_print_csv(ep, key, all, &supported, &small_supported);
+    } else {
+        const char *tls = getenv("UCX_TLS");
+        const char *forced = getenv("FIATOMIC_STRATEGY");
+        printf("libfiatomic %s, UCX %s, UCX_TLS=%s, FIATOMIC_STRATEGY=%s\n\n",
+               FIATOMIC_VERSION_STRING, ucp_get_version_string(),
+               tls ? tls : "(default)", forced ? forced : "auto");
+        info_print_table(ep, key, &supported, &small_supported);
+        printf("\n%u supported cells (%u with elements of at most 8 bytes) "
+               "of 414\n", supported, small_supported);
+    }
+
+    fiatomic_rkey_release(ep, key);
+    fiatomic_ep_destroy(ep);
+    close_req = ucp_ep_close_nb(ucp_ep, UCP_EP_CLOSE_MODE_FORCE);
+    while (UCS_PTR_IS_PTR(close_req) &&
+           (ucp_request_check_status(close_req) == UCS_INPROGRESS)) {
+        ucp_worker_progress(node.worker);
+    }
+    if (UCS_PTR_IS_PTR(close_req)) {
+        ucp_request_free(close_req);
+    }
+    info_node_cleanup(&node);
+    free(address);
+    free(key_buf);
+    free(base_buf);
+
+    close(target.to_target);
+    if ((waitpid(target.pid, &status_code, 0) < 0) ||
+        !WIFEXITED(status_code) || WEXITSTATUS(status_code)) {
+        fprintf(stderr, "fiatomic_info: the target process failed\n");
+        return 1;
+    }
+    return 0;
+}
