@@ -30,7 +30,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
     echo "install-deps: all ${#packages[@]} packages present"
-    exit 0
+    exec "$(dirname "$0")/get-ucx-src.sh" # atomicx: UCX source of the installed version
 fi
 
 echo "install-deps: installing ${missing[*]}"
@@ -39,3 +39,4 @@ SUDO=
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+exec "$(dirname "$0")/get-ucx-src.sh" # atomicx: UCX source of the installed version

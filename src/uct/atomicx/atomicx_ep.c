@@ -1,0 +1,694 @@
+/**
+ * atomicx: endpoints and the atomic data path.
+ *
+ * Every op holds one descriptor and exactly one send WR at a time. Native ops
+ * (64-bit ADD, fetching or not, and 64-bit CSWAP) are one device atomic.
+ * Everything else is a CAS loop on the enclosing 8-byte word: the first CAS
+ * guesses the current word (the last value this endpoint saw there, or 0),
+ * and a failed CAS returns the actual word, from which the next attempt is
+ * computed. A CAS that fails is also an atomic read, so an op whose result
+ * would not change the word completes without another round trip.
+ */
+
+#include "atomicx.h"
+#include "atomicx_amo.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/time/time.h>
+#include <string.h>
+
+
+/* How long ep destroy waits for the flushed WRs of an errored QP */
+#define UCT_ATOMICX_DESTROY_TIMEOUT 10.0
+
+
+static UCS_F_ALWAYS_INLINE uct_atomicx_iface_t *
+uct_atomicx_ep_iface(uct_atomicx_ep_t *ep)
+{
+    return ucs_derived_of(ep->super.super.iface, uct_atomicx_iface_t);
+}
+
+
+static UCS_F_ALWAYS_INLINE int
+uct_atomicx_ep_has_resources(uct_atomicx_ep_t *ep, int dispatching)
+{
+    uct_atomicx_iface_t *iface = uct_atomicx_ep_iface(ep);
+
+    return ep->connected && !ep->fence && (ep->sq_avail > 0) &&
+           (iface->num_free > 0) &&
+           (dispatching || ucs_queue_is_empty(&ep->pending_q));
+}
+
+
+static void uct_atomicx_ep_flush_done(uct_atomicx_ep_t *ep)
+{
+    ucs_status_t status = ep->status;
+    uct_atomicx_flush_req_t *req;
+
+    while (!ucs_queue_is_empty(&ep->flush_q)) {
+        req = ucs_queue_pull_elem_non_empty(&ep->flush_q,
+                                            uct_atomicx_flush_req_t, queue);
+        uct_invoke_completion(req->comp, status);
+        ucs_free(req);
+    }
+}
+
+
+static void uct_atomicx_op_release(uct_atomicx_iface_t *iface,
+                                   uct_atomicx_op_t *op)
+{
+    op->in_use       = 0;
+    op->ep           = NULL;
+    op->next_free    = iface->free_head;
+    iface->free_head = op - iface->ops;
+    ++iface->num_free;
+}
+
+
+/* Finish an op: deliver the result, release the descriptor, then notify */
+static void uct_atomicx_op_complete(uct_atomicx_iface_t *iface,
+                                    uct_atomicx_op_t *op, ucs_status_t status,
+                                    uint64_t word)
+{
+    uct_atomicx_ep_t *ep   = op->ep;
+    uct_completion_t *comp = op->comp;
+    uint64_t value;
+
+    if ((status == UCS_OK) && (op->result != NULL)) {
+        value = uct_atomicx_word_extract(word, op->size, op->shift);
+        if (op->size == sizeof(uint64_t)) {
+            *(uint64_t*)op->result = value;
+        } else {
+            *(uint32_t*)op->result = (uint32_t)value;
+        }
+    }
+
+    ucs_trace_data("op %zu done: %s word 0x%" PRIx64, op - iface->ops,
+                   ucs_status_string(status), word);
+
+    --ep->outstanding;
+    if (!op->native && (--ep->emulated == 0)) {
+        ep->fence = 0;
+    }
+    uct_atomicx_op_release(iface, op);
+
+    if (comp != NULL) {
+        uct_invoke_completion(comp, status);
+    }
+
+    if (ep->outstanding == 0) {
+        uct_atomicx_ep_flush_done(ep);
+    }
+}
+
+
+static ucs_status_t uct_atomicx_op_post(uct_atomicx_iface_t *iface,
+                                        uct_atomicx_op_t *op)
+{
+    uct_atomicx_ep_t *ep = op->ep;
+    uint32_t slot        = op - iface->ops;
+    ucs_status_t status;
+
+    if (op->native && (op->opcode == UCT_ATOMIC_OP_ADD)) {
+        status = uct_atomicx_post_wr(iface, ep->qp, slot, op->word_addr,
+                                     op->rkey, 0, op->value, 0);
+    } else {
+        status = uct_atomicx_post_wr(iface, ep->qp, slot, op->word_addr,
+                                     op->rkey, 1, op->expected, op->desired);
+    }
+
+    if (status == UCS_OK) {
+        --ep->sq_avail;
+    }
+    return status;
+}
+
+
+static ucs_status_t
+uct_atomicx_ep_atomic(uct_ep_h tl_ep, uct_atomic_op_t opcode, unsigned size,
+                      uint64_t value, uint64_t compare, uint64_t remote_addr,
+                      uct_rkey_t rkey, void *result, uct_completion_t *comp)
+{
+    uct_atomicx_ep_t *ep       = ucs_derived_of(tl_ep, uct_atomicx_ep_t);
+    uct_atomicx_iface_t *iface = uct_atomicx_ep_iface(ep);
+    uct_atomicx_op_t *op;
+    ucs_status_t status;
+    uint64_t guess;
+
+    if (ucs_unlikely(ep->status != UCS_OK)) {
+        return ep->status;
+    }
+
+    if (ucs_unlikely(remote_addr % size)) {
+        ucs_error("atomicx: remote address 0x%" PRIx64 " is not aligned to "
+                  "%u bytes", remote_addr, size);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (!uct_atomicx_ep_has_resources(ep, ep->dispatching)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    op               = &iface->ops[iface->free_head];
+    iface->free_head = op->next_free;
+    --iface->num_free;
+
+    op->ep        = ep;
+    op->comp      = comp;
+    op->result    = result;
+    op->word_addr = uct_atomicx_word_addr(remote_addr);
+    op->value     = value;
+    op->compare   = compare;
+    op->rkey      = (uint32_t)rkey;
+    op->opcode    = opcode;
+    op->size      = size;
+    op->shift     = (size == sizeof(uint32_t)) ?
+                    uct_atomicx_half_shift(remote_addr) : 0;
+    op->native    = (size == sizeof(uint64_t)) &&
+                    ((opcode == UCT_ATOMIC_OP_ADD) ||
+                     (opcode == UCT_ATOMIC_OP_CSWAP));
+    op->in_use    = 1;
+
+    if (op->native) {
+        op->expected = compare;
+        op->desired  = value;
+    } else {
+        guess        = (ep->cache_addr == op->word_addr) ? ep->cache_value : 0;
+        op->expected = guess;
+        op->desired  = uct_atomicx_word_combine(opcode, size, op->shift,
+                                                guess, value, compare);
+    }
+
+    status = uct_atomicx_op_post(iface, op);
+    if (status != UCS_OK) {
+        uct_atomicx_op_release(iface, op);
+        return status;
+    }
+
+    ++ep->outstanding;
+    if (!op->native) {
+        ++ep->emulated;
+    }
+
+    return (result != NULL) ? UCS_INPROGRESS : UCS_OK;
+}
+
+
+static void uct_atomicx_ep_set_error(uct_atomicx_ep_t *ep, ucs_status_t status)
+{
+    if ((ep->status == UCS_OK) && (status != UCS_ERR_CANCELED)) {
+        ep->status = status;
+    }
+}
+
+
+/* One work completion: finish the op, or post the next CAS of its loop */
+static void uct_atomicx_iface_handle_wc(uct_atomicx_iface_t *iface,
+                                        const struct ibv_wc *wc)
+{
+    uct_atomicx_op_t *op = &iface->ops[wc->wr_id];
+    uct_atomicx_ep_t *ep = op->ep;
+    uint64_t word;
+    ucs_status_t status;
+
+    if (ep == NULL) {
+        /* The endpoint was destroyed while this WR was in flight */
+        ucs_assert(op->in_use);
+        uct_atomicx_op_release(iface, op);
+        return;
+    }
+
+    ++ep->sq_avail;
+
+    if (ucs_unlikely(wc->status != IBV_WC_SUCCESS)) {
+        status = uct_atomicx_wc_status(wc->status);
+        if (status != UCS_ERR_CANCELED) {
+            ucs_debug("qp 0x%x: op %zu failed: %s (vendor err 0x%x)",
+                      ep->qp->qp_num, op - iface->ops,
+                      ibv_wc_status_str(wc->status), wc->vendor_err);
+        }
+        uct_atomicx_ep_set_error(ep, status);
+        uct_atomicx_op_complete(iface, op,
+                                (ep->status != UCS_OK) ? ep->status : status,
+                                0);
+        return;
+    }
+
+    word = uct_atomicx_reply_to_host(iface->results[wc->wr_id],
+                                     iface->reply_order == UCT_ATOMICX_REPLY_BE);
+    ep->cache_addr = op->word_addr;
+
+    if (op->native) {
+        if (op->opcode == UCT_ATOMIC_OP_ADD) {
+            ep->cache_value = word + op->value;
+        } else {
+            ep->cache_value = (word == op->compare) ? op->value : word;
+        }
+        uct_atomicx_op_complete(iface, op, UCS_OK, word);
+        return;
+    }
+
+    if (word == op->expected) {
+        /* The CAS took effect */
+        ep->cache_value = op->desired;
+        uct_atomicx_op_complete(iface, op, UCS_OK, word);
+        return;
+    }
+
+    ep->cache_value = word;
+    op->expected    = word;
+    op->desired     = uct_atomicx_word_combine(op->opcode, op->size, op->shift,
+                                               word, op->value, op->compare);
+    if (op->desired == word) {
+        /* The failed CAS read the word atomically, and the op leaves it as
+         * it is (e.g. a CSWAP whose compare does not match) */
+        uct_atomicx_op_complete(iface, op, UCS_OK, word);
+        return;
+    }
+
+    if (ep->status != UCS_OK) {
+        uct_atomicx_op_complete(iface, op, ep->status, 0);
+        return;
+    }
+
+    status = uct_atomicx_op_post(iface, op);
+    if (status != UCS_OK) {
+        uct_atomicx_ep_set_error(ep, status);
+        uct_atomicx_op_complete(iface, op, status, 0);
+    }
+}
+
+
+void uct_atomicx_ep_dispatch_pending(uct_atomicx_ep_t *ep)
+{
+    uct_pending_req_t *req;
+    ucs_status_t status;
+
+    while (!ucs_queue_is_empty(&ep->pending_q) &&
+           uct_atomicx_ep_has_resources(ep, 1)) {
+        req = ucs_container_of(ucs_queue_pull_non_empty(&ep->pending_q),
+                               uct_pending_req_t, priv);
+        ep->dispatching = 1;
+        status          = req->func(req);
+        ep->dispatching = 0;
+        if (status == UCS_OK) {
+            continue;
+        }
+
+        ucs_queue_push_head(&ep->pending_q,
+                            &((uct_atomicx_pending_priv_t*)req->priv)->queue);
+        if (status != UCS_INPROGRESS) {
+            break;
+        }
+    }
+}
+
+
+static void uct_atomicx_iface_report_errors(uct_atomicx_iface_t *iface)
+{
+    uct_atomicx_ep_t *ep, *tmp;
+
+    ucs_list_for_each_safe(ep, tmp, &iface->ep_list, list) {
+        if ((ep->status != UCS_OK) && !ep->err_reported) {
+            ep->err_reported = 1;
+            uct_iface_handle_ep_err(&iface->super.super, &ep->super.super,
+                                    ep->status);
+        }
+    }
+}
+
+
+unsigned uct_atomicx_iface_progress(uct_iface_h tl_iface)
+{
+    uct_atomicx_iface_t *iface = ucs_derived_of(tl_iface, uct_atomicx_iface_t);
+    struct ibv_wc wc[16];
+    uct_atomicx_ep_t *ep;
+    int i, n;
+
+    n = ibv_poll_cq(iface->cq, ucs_static_array_size(wc), wc);
+    if (n <= 0) {
+        if (n < 0) {
+            ucs_error("ibv_poll_cq() failed: %d", n);
+        }
+        return 0;
+    }
+
+    for (i = 0; i < n; ++i) {
+        uct_atomicx_iface_handle_wc(iface, &wc[i]);
+    }
+
+    uct_atomicx_iface_report_errors(iface);
+
+    ucs_list_for_each(ep, &iface->ep_list, list) {
+        uct_atomicx_ep_dispatch_pending(ep);
+    }
+
+    return n;
+}
+
+
+ucs_status_t uct_atomicx_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
+                                           uint64_t swap, uint64_t remote_addr,
+                                           uct_rkey_t rkey, uint64_t *result,
+                                           uct_completion_t *comp)
+{
+    return uct_atomicx_ep_atomic(tl_ep, UCT_ATOMIC_OP_CSWAP, sizeof(uint64_t),
+                                 swap, compare, remote_addr, rkey, result,
+                                 comp);
+}
+
+
+ucs_status_t uct_atomicx_ep_atomic_cswap32(uct_ep_h tl_ep, uint32_t compare,
+                                           uint32_t swap, uint64_t remote_addr,
+                                           uct_rkey_t rkey, uint32_t *result,
+                                           uct_completion_t *comp)
+{
+    return uct_atomicx_ep_atomic(tl_ep, UCT_ATOMIC_OP_CSWAP, sizeof(uint32_t),
+                                 swap, compare, remote_addr, rkey, result,
+                                 comp);
+}
+
+
+/* UCT's post and fetch entry points accept these opcodes */
+static UCS_F_ALWAYS_INLINE int
+uct_atomicx_opcode_valid(unsigned opcode, int fetch)
+{
+    switch (opcode) {
+    case UCT_ATOMIC_OP_ADD:
+    case UCT_ATOMIC_OP_AND:
+    case UCT_ATOMIC_OP_OR:
+    case UCT_ATOMIC_OP_XOR:
+        return 1;
+    case UCT_ATOMIC_OP_SWAP:
+        return fetch;
+    default:
+        return 0;
+    }
+}
+
+
+#define UCT_ATOMICX_CHECK_OPCODE(_opcode, _fetch) \
+    if (!uct_atomicx_opcode_valid(_opcode, _fetch)) { \
+        ucs_assertv(0, "incorrect opcode: %u", _opcode); \
+        return UCS_ERR_UNSUPPORTED; \
+    }
+
+
+ucs_status_t uct_atomicx_ep_atomic64_post(uct_ep_h tl_ep, unsigned opcode,
+                                          uint64_t value, uint64_t remote_addr,
+                                          uct_rkey_t rkey)
+{
+    UCT_ATOMICX_CHECK_OPCODE(opcode, 0);
+    return uct_atomicx_ep_atomic(tl_ep, (uct_atomic_op_t)opcode,
+                                 sizeof(uint64_t), value, 0, remote_addr,
+                                 rkey, NULL, NULL);
+}
+
+
+ucs_status_t uct_atomicx_ep_atomic32_post(uct_ep_h tl_ep, unsigned opcode,
+                                          uint32_t value, uint64_t remote_addr,
+                                          uct_rkey_t rkey)
+{
+    UCT_ATOMICX_CHECK_OPCODE(opcode, 0);
+    return uct_atomicx_ep_atomic(tl_ep, (uct_atomic_op_t)opcode,
+                                 sizeof(uint32_t), value, 0, remote_addr,
+                                 rkey, NULL, NULL);
+}
+
+
+ucs_status_t uct_atomicx_ep_atomic64_fetch(uct_ep_h tl_ep, unsigned opcode,
+                                           uint64_t value, uint64_t *result,
+                                           uint64_t remote_addr,
+                                           uct_rkey_t rkey,
+                                           uct_completion_t *comp)
+{
+    UCT_ATOMICX_CHECK_OPCODE(opcode, 1);
+    return uct_atomicx_ep_atomic(tl_ep, (uct_atomic_op_t)opcode,
+                                 sizeof(uint64_t), value, 0, remote_addr,
+                                 rkey, result, comp);
+}
+
+
+ucs_status_t uct_atomicx_ep_atomic32_fetch(uct_ep_h tl_ep, unsigned opcode,
+                                           uint32_t value, uint32_t *result,
+                                           uint64_t remote_addr,
+                                           uct_rkey_t rkey,
+                                           uct_completion_t *comp)
+{
+    UCT_ATOMICX_CHECK_OPCODE(opcode, 1);
+    return uct_atomicx_ep_atomic(tl_ep, (uct_atomic_op_t)opcode,
+                                 sizeof(uint32_t), value, 0, remote_addr,
+                                 rkey, result, comp);
+}
+
+
+ucs_status_t uct_atomicx_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
+                                        unsigned flags)
+{
+    uct_atomicx_ep_t *ep = ucs_derived_of(tl_ep, uct_atomicx_ep_t);
+
+    UCS_STATIC_ASSERT(sizeof(uct_atomicx_pending_priv_t) <=
+                      UCT_PENDING_REQ_PRIV_LEN);
+
+    if ((ep->status != UCS_OK) || uct_atomicx_ep_has_resources(ep, 0)) {
+        /* Let the caller retry now: the op either goes or reports the
+         * endpoint's error */
+        return UCS_ERR_BUSY;
+    }
+
+    ucs_queue_push(&ep->pending_q,
+                   &((uct_atomicx_pending_priv_t*)req->priv)->queue);
+    return UCS_OK;
+}
+
+
+void uct_atomicx_ep_pending_purge(uct_ep_h tl_ep,
+                                  uct_pending_purge_callback_t cb, void *arg)
+{
+    uct_atomicx_ep_t *ep = ucs_derived_of(tl_ep, uct_atomicx_ep_t);
+    uct_pending_req_t *req;
+
+    while (!ucs_queue_is_empty(&ep->pending_q)) {
+        req = ucs_container_of(ucs_queue_pull_non_empty(&ep->pending_q),
+                               uct_pending_req_t, priv);
+        if (cb != NULL) {
+            cb(req, arg);
+        }
+    }
+}
+
+
+/* Move the QP to the error state: the device flushes every WR in flight */
+static void uct_atomicx_ep_qp_to_error(uct_atomicx_ep_t *ep)
+{
+    struct ibv_qp_attr qp_attr;
+
+    memset(&qp_attr, 0, sizeof(qp_attr));
+    qp_attr.qp_state = IBV_QPS_ERR;
+    if (ibv_modify_qp(ep->qp, &qp_attr, IBV_QP_STATE) != 0) {
+        ucs_warn("failed to move qp 0x%x to the error state: %m",
+                 ep->qp->qp_num);
+    }
+}
+
+
+ucs_status_t uct_atomicx_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                                  uct_completion_t *comp)
+{
+    uct_atomicx_ep_t *ep = ucs_derived_of(tl_ep, uct_atomicx_ep_t);
+    uct_atomicx_flush_req_t *req;
+
+    if (flags & UCT_FLUSH_FLAG_CANCEL) {
+        /* The endpoint is going away: no error callback for it */
+        ep->err_reported = 1;
+        if (ep->outstanding > 0) {
+            uct_atomicx_ep_qp_to_error(ep);
+            uct_atomicx_ep_set_error(ep, UCS_ERR_ENDPOINT_TIMEOUT);
+        }
+    } else if (!ucs_queue_is_empty(&ep->pending_q)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    if (ep->outstanding == 0) {
+        return (flags & UCT_FLUSH_FLAG_CANCEL) ? UCS_OK : ep->status;
+    }
+
+    if (comp != NULL) {
+        req = ucs_malloc(sizeof(*req), "atomicx flush");
+        if (req == NULL) {
+            return UCS_ERR_NO_MEMORY;
+        }
+
+        req->comp = comp;
+        ucs_queue_push(&ep->flush_q, &req->queue);
+    }
+
+    return UCS_INPROGRESS;
+}
+
+
+ucs_status_t uct_atomicx_ep_fence(uct_ep_h tl_ep, unsigned flags)
+{
+    uct_atomicx_ep_t *ep = ucs_derived_of(tl_ep, uct_atomicx_ep_t);
+
+    /* Native ops execute in QP order; only the CAS loops in flight could
+     * let a later op overtake them, so later ops wait for those */
+    if (ep->emulated > 0) {
+        ep->fence = 1;
+    }
+    return UCS_OK;
+}
+
+
+ucs_status_t uct_atomicx_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                     uct_completion_t *comp)
+{
+    uct_atomicx_iface_t *iface = ucs_derived_of(tl_iface, uct_atomicx_iface_t);
+    uct_atomicx_ep_t *ep;
+
+    if (comp != NULL) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    ucs_list_for_each(ep, &iface->ep_list, list) {
+        if (!ucs_queue_is_empty(&ep->pending_q)) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+        if (ep->outstanding > 0) {
+            return UCS_INPROGRESS;
+        }
+    }
+
+    return UCS_OK;
+}
+
+
+ucs_status_t uct_atomicx_iface_fence(uct_iface_h tl_iface, unsigned flags)
+{
+    uct_atomicx_iface_t *iface = ucs_derived_of(tl_iface, uct_atomicx_iface_t);
+    uct_atomicx_ep_t *ep;
+
+    ucs_list_for_each(ep, &iface->ep_list, list) {
+        uct_atomicx_ep_fence(&ep->super.super, flags);
+    }
+    return UCS_OK;
+}
+
+
+ucs_status_t uct_atomicx_ep_get_address(uct_ep_h tl_ep, uct_ep_addr_t *addr)
+{
+    uct_atomicx_ep_t *ep = ucs_derived_of(tl_ep, uct_atomicx_ep_t);
+    uct_atomicx_ep_addr_t ep_addr;
+
+    ep_addr.qp_num = ep->qp->qp_num;
+    memcpy(addr, &ep_addr, sizeof(ep_addr));
+    return UCS_OK;
+}
+
+
+ucs_status_t uct_atomicx_ep_connect_to_ep(uct_ep_h tl_ep,
+                                          const uct_device_addr_t *dev_addr,
+                                          const uct_ep_addr_t *ep_addr)
+{
+    uct_atomicx_ep_t *ep       = ucs_derived_of(tl_ep, uct_atomicx_ep_t);
+    uct_atomicx_iface_t *iface = uct_atomicx_ep_iface(ep);
+    uct_atomicx_dev_addr_t remote_dev;
+    uct_atomicx_ep_addr_t remote_ep;
+    ucs_status_t status;
+
+    memcpy(&remote_dev, dev_addr, sizeof(remote_dev));
+    memcpy(&remote_ep, ep_addr, sizeof(remote_ep));
+
+    status = uct_atomicx_qp_connect(iface, ep->qp, &remote_dev,
+                                    remote_ep.qp_num);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    ep->connected = 1;
+    uct_atomicx_ep_dispatch_pending(ep);
+    return UCS_OK;
+}
+
+
+UCS_CLASS_INIT_FUNC(uct_atomicx_ep_t, const uct_ep_params_t *params)
+{
+    uct_atomicx_iface_t *iface = ucs_derived_of(params->iface,
+                                                uct_atomicx_iface_t);
+    ucs_status_t status;
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
+
+    status = uct_atomicx_qp_create(iface, &self->qp);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    self->sq_avail     = iface->config.tx_queue_len;
+    self->outstanding  = 0;
+    self->emulated     = 0;
+    self->fence        = 0;
+    self->connected    = 0;
+    self->dispatching  = 0;
+    self->status       = UCS_OK;
+    self->err_reported = 0;
+    self->cache_addr   = UINT64_MAX; /* never an aligned word address */
+    self->cache_value  = 0;
+    ucs_queue_head_init(&self->pending_q);
+    ucs_queue_head_init(&self->flush_q);
+    ucs_list_add_tail(&iface->ep_list, &self->list);
+
+    ucs_debug("created atomicx ep %p qp 0x%x", self, self->qp->qp_num);
+    return UCS_OK;
+}
+
+
+UCS_CLASS_CLEANUP_FUNC(uct_atomicx_ep_t)
+{
+    uct_atomicx_iface_t *iface = uct_atomicx_ep_iface(self);
+    ucs_time_t deadline;
+    uct_atomicx_op_t *op;
+    unsigned i;
+
+    /* Never call the error handler for an endpoint being destroyed */
+    self->err_reported = 1;
+
+    if (self->outstanding > 0) {
+        /* Have the device flush the WRs in flight so that their results
+         * land before the descriptors are reused */
+        uct_atomicx_ep_qp_to_error(self);
+        deadline = ucs_get_time() +
+                   ucs_time_from_sec(UCT_ATOMICX_DESTROY_TIMEOUT);
+        while ((self->outstanding > 0) && (ucs_get_time() < deadline)) {
+            uct_atomicx_iface_progress(&iface->super.super);
+        }
+    }
+
+    if (self->outstanding > 0) {
+        ucs_warn("atomicx ep %p: %u ops still in flight at destroy", self,
+                 self->outstanding);
+        for (i = 0; i < iface->config.max_ops; ++i) {
+            op = &iface->ops[i];
+            if (op->in_use && (op->ep == self)) {
+                /* Keep the descriptor (and its result slot) out of use:
+                 * its completion may still arrive */
+                op->ep = NULL;
+            }
+        }
+    }
+
+    if (!ucs_queue_is_empty(&self->pending_q)) {
+        ucs_warn("atomicx ep %p destroyed with pending requests", self);
+    }
+
+    uct_atomicx_ep_flush_done(self);
+    ucs_list_del(&self->list);
+    if (ibv_destroy_qp(self->qp) != 0) {
+        ucs_warn("ibv_destroy_qp(0x%x) failed: %m", self->qp->qp_num);
+    }
+}
+
+
+UCS_CLASS_DEFINE(uct_atomicx_ep_t, uct_base_ep_t);
+UCS_CLASS_DEFINE_NEW_FUNC(uct_atomicx_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DEFINE_DELETE_FUNC(uct_atomicx_ep_t, uct_ep_t);
