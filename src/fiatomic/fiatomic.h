@@ -48,15 +48,25 @@ typedef struct fiatomic_mem     *fiatomic_mem_h;
 
 /**
  * Execution strategy of one (family, op, datatype) cell on one endpoint/key.
- * The environment variable FIATOMIC_STRATEGY=auto|native|cas|direct forces
- * one (for tests and benchmarks); a cell the forced strategy cannot execute
- * atomically is reported unsupported and fails with -FI_EOPNOTSUPP.
+ * The environment variable FIATOMIC_STRATEGY=auto|native|cas|direct|target
+ * forces one (for tests and benchmarks); a cell the forced strategy cannot
+ * execute atomically is reported unsupported and fails with -FI_EOPNOTSUPP.
+ *
+ * Atomicity domains (fi_atomic(3): one actor per target memory): native and
+ * cas are in UCP's own domain (CPU or device); direct and target are CPU
+ * atomics, used for 1..8-byte elements only when UCP's atomics on that
+ * memory are CPU atomics too. 16- and 32-byte elements cannot be reached by
+ * UCP atomics at all and always take direct or target.
  */
 typedef enum fiatomic_strategy {
     FIATOMIC_STRATEGY_NONE   = 0, /**< cell not supported */
     FIATOMIC_STRATEGY_NATIVE = 1, /**< one ucp_atomic_op_nbx per element */
-    FIATOMIC_STRATEGY_CAS    = 2, /**< read + UCP compare-and-swap loop */
-    FIATOMIC_STRATEGY_DIRECT = 3, /**< CPU atomics through ucp_rkey_ptr() */
+    FIATOMIC_STRATEGY_CAS    = 2, /**< UCP compare-and-swap loop */
+    FIATOMIC_STRATEGY_DIRECT = 3, /**< CPU atomics in place, through
+                                       ucp_rkey_ptr() (shared memory) */
+    FIATOMIC_STRATEGY_TARGET = 4, /**< an active message; the target's CPU
+                                       executes it and replies (1 round
+                                       trip, needs target progress) */
     FIATOMIC_STRATEGY_LAST
 } fiatomic_strategy_t;
 
@@ -74,21 +84,30 @@ typedef enum fiatomic_family {
 /* Context                                                                   */
 
 enum fiatomic_params_field {
-    FIATOMIC_PARAM_FIELD_MAX_COUNT = UCS_BIT(0) /**< max_count field */
+    FIATOMIC_PARAM_FIELD_MAX_COUNT = UCS_BIT(0), /**< max_count field */
+    FIATOMIC_PARAM_FIELD_AM_ID     = UCS_BIT(1)  /**< am_id field */
 };
 
 typedef struct fiatomic_params {
     uint64_t field_mask;  /**< FIATOMIC_PARAM_FIELD_* */
     size_t   max_count;   /**< elements per call; default 4096, capped at
                                FIATOMIC_MAX_COUNT_LIMIT */
+    unsigned am_id;       /**< active message ids am_id and am_id + 1 are
+                               fiatomic's (target-side execution); default
+                               FIATOMIC_AM_ID_DEFAULT. Same on all peers. */
 } fiatomic_params_t;
 
 #define FIATOMIC_MAX_COUNT_DEFAULT 4096
 #define FIATOMIC_MAX_COUNT_LIMIT   (1u << 20)
+#define FIATOMIC_AM_ID_DEFAULT     1008
 
 /**
  * Bind a fiatomic context to a UCP worker. The UCP context must have been
- * created with UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 and UCP_FEATURE_RMA.
+ * created with UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 and UCP_FEATURE_RMA;
+ * with UCP_FEATURE_AM too, the context executes target-side requests for the
+ * memory it exposes and can send them (16/32-byte datatypes need this, and
+ * over transports whose atomics are software atomics, such as tcp, it makes
+ * every emulated cell one round trip).
  */
 ucs_status_t fiatomic_create(ucp_context_h context, ucp_worker_h worker,
                              const fiatomic_params_t *params,

@@ -5,6 +5,7 @@
 
 #include <ucs/debug/log_def.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -15,7 +16,8 @@ static const char *fiatomic_strategy_names[] = {
     [FIATOMIC_STRATEGY_NONE]   = "none",
     [FIATOMIC_STRATEGY_NATIVE] = "native",
     [FIATOMIC_STRATEGY_CAS]    = "cas",
-    [FIATOMIC_STRATEGY_DIRECT] = "direct"
+    [FIATOMIC_STRATEGY_DIRECT] = "direct",
+    [FIATOMIC_STRATEGY_TARGET] = "target"
 };
 
 FIATOMIC_API const char *fiatomic_strategy_name(fiatomic_strategy_t strategy)
@@ -27,7 +29,7 @@ FIATOMIC_API const char *fiatomic_strategy_name(fiatomic_strategy_t strategy)
     return fiatomic_strategy_names[strategy];
 }
 
-/* FIATOMIC_STRATEGY=auto|native|cas|direct; NONE means auto. An unknown value
+/* FIATOMIC_STRATEGY=auto|native|cas|direct|target; NONE means auto. An unknown value
  * is an error at fiatomic_create(), not a silent fallback. */
 static ucs_status_t fiatomic_parse_strategy(fiatomic_strategy_t *strategy_p)
 {
@@ -46,8 +48,8 @@ static ucs_status_t fiatomic_parse_strategy(fiatomic_strategy_t *strategy_p)
         }
     }
 
-    ucs_error("invalid FIATOMIC_STRATEGY '%s' (expected auto, native, cas or "
-              "direct)", value);
+    ucs_error("invalid FIATOMIC_STRATEGY '%s' (expected auto, native, cas, "
+              "direct or target)", value);
     return UCS_ERR_INVALID_PARAM;
 }
 
@@ -62,6 +64,32 @@ static uint64_t fiatomic_make_nonce(const void *ctx)
            ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)(uintptr_t)ctx;
 }
 
+/* Region tokens: unguessable enough that a request must have come through
+ * the key (splitmix64 seeded from urandom). Not a cryptographic boundary:
+ * the peer is a UCX endpoint this process connected to. */
+uint64_t fiatomic_random64(fiatomic_h fia)
+{
+    uint64_t z = (fia->rand_state += UINT64_C(0x9e3779b97f4a7c15));
+
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+static uint64_t fiatomic_seed(const void *ctx)
+{
+    uint64_t seed = 0;
+    FILE *f       = fopen("/dev/urandom", "r");
+
+    if ((f == NULL) || (fread(&seed, sizeof(seed), 1, f) != 1)) {
+        seed = fiatomic_make_nonce(ctx) * UINT64_C(0x2545f4914f6cdd1d);
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    return seed;
+}
+
 FIATOMIC_API ucs_status_t fiatomic_create(ucp_context_h context,
                                           ucp_worker_h worker,
                                           const fiatomic_params_t *params,
@@ -70,6 +98,7 @@ FIATOMIC_API ucs_status_t fiatomic_create(ucp_context_h context,
     fiatomic_h fia;
     ucs_status_t status;
     size_t max_count = FIATOMIC_MAX_COUNT_DEFAULT;
+    unsigned am_id   = FIATOMIC_AM_ID_DEFAULT;
 
     if ((context == NULL) || (worker == NULL) || (fia_p == NULL)) {
         return UCS_ERR_INVALID_PARAM;
@@ -82,6 +111,13 @@ FIATOMIC_API ucs_status_t fiatomic_create(ucp_context_h context,
             return UCS_ERR_INVALID_PARAM;
         }
         max_count = params->max_count;
+    }
+
+    if ((params != NULL) && (params->field_mask & FIATOMIC_PARAM_FIELD_AM_ID)) {
+        if (params->am_id >= UINT16_MAX) {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        am_id = params->am_id;
     }
 
     fia = calloc(1, sizeof(*fia));
@@ -99,7 +135,18 @@ FIATOMIC_API ucs_status_t fiatomic_create(ucp_context_h context,
     fia->worker      = worker;
     fia->max_count   = max_count;
     fia->nonce       = fiatomic_make_nonce(fia);
+    fia->rand_state  = fiatomic_seed(fia);
+    fia->am_id       = am_id;
     ucs_list_head_init(&fia->free_reqs);
+    ucs_list_head_init(&fia->free_replies);
+    ucs_list_head_init(&fia->free_msgs);
+
+    status = fiatomic_target_init(fia);
+    if (status != UCS_OK) {
+        free(fia);
+        return status;
+    }
+
     *fia_p = fia;
     return UCS_OK;
 }
@@ -116,6 +163,8 @@ FIATOMIC_API void fiatomic_destroy(fiatomic_h fia)
                  fia->num_mems);
     }
 
+    fiatomic_target_cleanup(fia);
+    fiatomic_target_msgs_cleanup(fia);
     fiatomic_req_cache_purge(fia);
     free(fia);
 }

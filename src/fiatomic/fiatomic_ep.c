@@ -115,6 +115,7 @@ FIATOMIC_API ucs_status_t fiatomic_ep_create(fiatomic_h fia, ucp_ep_h ucp_ep,
     ep->flush_status = UCS_OK;
     ucs_list_head_init(&ep->outstanding_list);
     ucs_list_head_init(&ep->deferred);
+    ucs_list_head_init(&ep->am_pending);
     fiatomic_ep_detect_domain(ep);
     ++fia->num_eps;
     *ep_p = ep;
@@ -207,15 +208,26 @@ FIATOMIC_API ucs_status_t fiatomic_rkey_unpack(fiatomic_ep_h ep,
 
     key->address = hdr.address;
     key->length  = hdr.length;
+    key->region  = hdr.region;
+    key->token   = hdr.token;
     if (hdr.nonce == ep->fia->nonce) {
         /* Exposed by this very context: the address is ours. */
-        key->local_base = (uint8_t*)(uintptr_t)hdr.address;
+        key->local_base   = (uint8_t*)(uintptr_t)hdr.address;
+        key->same_context = true;
     } else if (ucp_rkey_ptr(key->rkey, hdr.address, &ptr) == UCS_OK) {
         key->local_base = ptr; /* shared memory mapped into this process */
     }
 
     /* Lanes may have been completed by wireup since ep creation. */
     fiatomic_ep_detect_domain(ep);
+    /* UCP executes atomics on memory its CPU-atomic transport cannot reach
+     * (posix/sysv on memory they did not allocate) as software atomics, as
+     * it does when there is no atomic lane at all (tcp). */
+    key->sw_amo    = ep->needs_progress ||
+                     ((ep->domain == FIATOMIC_DOMAIN_CPU) &&
+                      (key->local_base == NULL));
+    key->target_ok = ep->fia->am_enabled &&
+                     (hdr.flags & FIATOMIC_KEY_F_TARGET);
 
     ep->slots[index].key = key;
     *key_p = ((uint64_t)ep->slots[index].generation << 32) | (index + 1);
@@ -274,18 +286,28 @@ fiatomic_strategy_t fiatomic_ep_select(fiatomic_ep_h ep,
                                        fiatomic_family_t family, int op,
                                        int datatype)
 {
-    bool native, cas, direct;
+    size_t size = fiatomic_datatype_size(datatype);
+    bool cpu    = (ep->domain == FIATOMIC_DOMAIN_CPU);
+    bool native, cas, direct, target;
 
-    if (!fiatomic_cell_defined(family, op, datatype)) {
+    if ((key == NULL) || !fiatomic_cell_defined(family, op, datatype)) {
         return FIATOMIC_STRATEGY_NONE;
     }
 
     native = fiatomic_native_has(family, op, datatype);
     cas    = fiatomic_cas_has(family, op, datatype);
-    /* CPU atomics in place are atomic with respect to UCP's own only when
-     * UCP's are CPU atomics too (same actor, fi_atomic(3)). */
-    direct = fiatomic_direct_has(family, op, datatype) && (key != NULL) &&
-             (key->local_base != NULL) && (ep->domain == FIATOMIC_DOMAIN_CPU);
+    /*
+     * CPU atomics (direct, target) on 1..8-byte elements are atomic with
+     * respect to UCP's own only when UCP's are CPU atomics too (one actor,
+     * fi_atomic(3)). 16/32-byte elements are out of UCP's reach, so only our
+     * CPU paths touch them. A 32-byte element is executed under a lock of
+     * the exposing context: direct only from that context itself.
+     */
+    direct = fiatomic_direct_has(family, op, datatype) &&
+             (key->local_base != NULL) &&
+             ((size <= 8) ? cpu : ((size == 16) || key->same_context));
+    target = fiatomic_target_has(family, op, datatype) && key->target_ok &&
+             ((size > 8) || cpu);
 
     switch (ep->fia->forced) {
     case FIATOMIC_STRATEGY_NATIVE:
@@ -294,6 +316,8 @@ fiatomic_strategy_t fiatomic_ep_select(fiatomic_ep_h ep,
         return cas ? FIATOMIC_STRATEGY_CAS : FIATOMIC_STRATEGY_NONE;
     case FIATOMIC_STRATEGY_DIRECT:
         return direct ? FIATOMIC_STRATEGY_DIRECT : FIATOMIC_STRATEGY_NONE;
+    case FIATOMIC_STRATEGY_TARGET:
+        return target ? FIATOMIC_STRATEGY_TARGET : FIATOMIC_STRATEGY_NONE;
     default:
         break;
     }
@@ -302,6 +326,10 @@ fiatomic_strategy_t fiatomic_ep_select(fiatomic_ep_h ep,
         return FIATOMIC_STRATEGY_DIRECT; /* a local atomic, no round trip */
     } else if (native) {
         return FIATOMIC_STRATEGY_NATIVE;
+    } else if (target && ((size > 8) || key->sw_amo)) {
+        /* UCP's atomics need the target's CPU anyway: one round trip
+         * instead of a CAS loop's two or more. */
+        return FIATOMIC_STRATEGY_TARGET;
     } else if (cas) {
         return FIATOMIC_STRATEGY_CAS;
     }
@@ -328,6 +356,10 @@ static void fiatomic_ep_start(fiatomic_ep_h ep, fiatomic_req_t *req)
     for (i = 0; i < req->count; ++i) {
         elem = &req->elems[i];
         switch (elem->strategy) {
+        case FIATOMIC_STRATEGY_TARGET:
+            /* consecutive elements share a message */
+            i += fiatomic_target_start(req, i, req->count - i) - 1;
+            break;
         case FIATOMIC_STRATEGY_NATIVE:
             fiatomic_native_start(elem);
             break;
@@ -544,6 +576,8 @@ FIATOMIC_API void fiatomic_ep_destroy(fiatomic_ep_h ep)
     }
 
     ep->destroyed = true;
+    /* Replies still awaited will not be waited for. */
+    fiatomic_target_ep_fail(ep, UCS_ERR_CANCELED);
     /* Nothing deferred will ever start now. */
     while (!ucs_list_is_empty(&ep->deferred)) {
         req         = ucs_list_extract_head(&ep->deferred, fiatomic_req_t,

@@ -18,6 +18,7 @@
 #define FIATOMIC_API __attribute__((visibility("default")))
 
 #define FIATOMIC_GUESS_SLOTS 256
+#define FIATOMIC_WIDE_LOCKS  64   /* locks for 32-byte elements */
 
 /* Internal invariants only, never user input (that gets a status). */
 #ifdef NDEBUG
@@ -44,6 +45,8 @@ bool fiatomic_cell_defined(fiatomic_family_t family, int op, int datatype);
 size_t fiatomic_datatype_size(int datatype);
 /** FIATOMIC_TCLS_* of a datatype, 0 if out of range. */
 unsigned fiatomic_datatype_class(int datatype);
+/** Natural alignment of an element: its size, 16 for 32-byte elements. */
+size_t fiatomic_datatype_alignment(int datatype);
 /** The query flag word (0/FI_FETCH_ATOMIC/FI_COMPARE_ATOMIC) -> family;
  *  false for invalid combinations. */
 bool fiatomic_family_from_flags(uint64_t flags, fiatomic_family_t *family_p);
@@ -70,16 +73,44 @@ typedef enum {
     FIATOMIC_DOMAIN_DEVICE  /* UCP's atomics are executed by a device */
 } fiatomic_domain_t;
 
+typedef struct fiatomic_am_msg fiatomic_am_msg_t;
+
+/* A region this context exposes; target-side requests name it by index and
+ * must present its token. */
+typedef struct fiatomic_region {
+    fiatomic_mem_h mem;   /* NULL when the slot is free */
+    uint64_t       token;
+} fiatomic_region_t;
+
+/* Slots of target-side messages awaiting their reply; a message id is
+ * (generation << 32) | (slot + 1), so a late or forged reply is dropped. */
+typedef struct fiatomic_msg_slot {
+    fiatomic_am_msg_t *msg;
+    uint32_t          generation;
+} fiatomic_msg_slot_t;
+
 struct fiatomic_context {
     ucp_context_h       ucp_context;
     ucp_worker_h        worker;
     size_t              max_count;
     fiatomic_strategy_t forced;     /* NONE = auto */
-    uint64_t            nonce;      /* identifies this process's keys */
+    uint64_t            nonce;      /* identifies this context's keys */
+    uint64_t            rand_state; /* region tokens */
     unsigned            num_eps;
     unsigned            num_mems;
     ucs_list_link_t     free_reqs;  /* request cache: no malloc per op */
     unsigned            num_free_reqs;
+    /* target-side execution */
+    bool                am_enabled; /* handlers registered (UCP_FEATURE_AM) */
+    unsigned            am_id;      /* requests; replies use am_id + 1 */
+    fiatomic_region_t   *regions;
+    unsigned            num_regions;
+    uint8_t             wide_locks[FIATOMIC_WIDE_LOCKS];
+    ucs_list_link_t     free_replies; /* reply buffers in the target */
+    fiatomic_msg_slot_t *msg_slots;   /* in the initiator */
+    unsigned            num_msg_slots;
+    ucs_list_link_t     free_msgs;
+    unsigned            num_free_msgs;
 };
 
 struct fiatomic_mem {
@@ -87,24 +118,37 @@ struct fiatomic_mem {
     ucp_mem_h  memh;
     void       *address;
     size_t     length;
+    unsigned   region;
 };
+
+/* Key flags */
+#define FIATOMIC_KEY_F_TARGET 0x1 /* the exposing context executes requests */
 
 /* The packed key a target hands out (followed by the UCP rkey buffer). */
 typedef struct fiatomic_key_hdr {
     uint32_t magic;
     uint32_t rkey_size;
-    uint64_t nonce;    /* the exposing context; same process -> direct ok */
+    uint64_t nonce;    /* the exposing context; same one -> direct ok */
     uint64_t address;
     uint64_t length;
+    uint64_t token;    /* the region's secret for target-side requests */
+    uint32_t region;
+    uint32_t flags;    /* FIATOMIC_KEY_F_* */
 } fiatomic_key_hdr_t;
 
 #define FIATOMIC_KEY_MAGIC 0xf1a70111u
 
 typedef struct fiatomic_rkey {
     ucp_rkey_h rkey;
-    uint64_t   address;     /* exposed range at the target */
+    uint64_t   address;      /* exposed range at the target */
     uint64_t   length;
-    uint8_t    *local_base; /* non-NULL: the range is mapped here (direct) */
+    uint8_t    *local_base;  /* non-NULL: the range is mapped here (direct) */
+    bool       same_context; /* exposed by this very context */
+    bool       sw_amo;       /* UCP's atomics on it are software atomics,
+                                executed by the target's CPU on progress */
+    bool       target_ok;    /* target-side requests can be sent */
+    uint32_t   region;
+    uint64_t   token;
 } fiatomic_rkey_t;
 
 /* The user's uint64_t key is (generation << 32) | (slot index + 1): 0 is
@@ -135,6 +179,10 @@ struct fiatomic_ep {
     ucs_status_t      silent_error;    /* first error of an operation that
                                           reports no completion; the next
                                           flush returns it */
+    ucs_list_link_t   am_pending;      /* target-side messages awaiting a
+                                          reply */
+    bool              probe_inflight;  /* liveness probe of the target */
+    uint64_t          probe_buf;
     struct {
         uint64_t word_addr;
         uint64_t value;
@@ -242,8 +290,38 @@ bool fiatomic_cas_has(fiatomic_family_t family, int op, int datatype);
 void fiatomic_cas_start(fiatomic_elem_t *elem);
 bool fiatomic_direct_has(fiatomic_family_t family, int op, int datatype);
 void fiatomic_direct_start(fiatomic_elem_t *elem);
+bool fiatomic_target_has(fiatomic_family_t family, int op, int datatype);
+/** Start elements [first, first + count) of req as target-side messages;
+ *  returns how many elements it took (a message holds what fits). */
+size_t fiatomic_target_start(fiatomic_req_t *req, size_t first,
+                             size_t count);
+/** Fail every target-side message of the ep still awaiting its reply. */
+void fiatomic_target_ep_fail(fiatomic_ep_h ep, ucs_status_t status);
+
+/* fiatomic_cpu.c: one element with CPU atomics in place */
+bool fiatomic_cpu_has_size(size_t size);
+void fiatomic_cpu_apply(fiatomic_h fia, int datatype,
+                        fiatomic_combine_fn_t combine, void *ptr,
+                        const void *operand, const void *compare, void *old);
+
+/* fiatomic_target.c: the target's side */
+ucs_status_t fiatomic_target_init(fiatomic_h fia);
+void fiatomic_target_cleanup(fiatomic_h fia);
+ucs_status_t fiatomic_region_add(fiatomic_h fia, fiatomic_mem_h mem);
+void fiatomic_region_remove(fiatomic_h fia, fiatomic_mem_h mem);
+/** Decode, check and execute one request message; writes the reply into
+ *  reply (FIATOMIC_WIRE_REPLY_MAX bytes) and returns its length. Touches
+ *  nothing outside memory this context exposed under the request's key. */
+size_t fiatomic_target_execute(fiatomic_h fia, const void *msg,
+                               size_t length, void *reply);
+/* fiatomic_exec_target.c: replies arriving at the initiator */
+ucs_status_t fiatomic_target_reply_handler(void *arg, const void *header,
+                                           size_t header_length, void *data,
+                                           size_t length,
+                                           const ucp_am_recv_param_t *param);
+void fiatomic_target_msgs_cleanup(fiatomic_h fia);
 
 /* fiatomic_context.c */
-fiatomic_strategy_t fiatomic_strategy_from_env(void);
+uint64_t fiatomic_random64(fiatomic_h fia);
 
 #endif

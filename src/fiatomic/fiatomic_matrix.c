@@ -77,3 +77,10 @@ unsigned fiatomic_datatype_class(int datatype)
 
     return fiatomic_datatype_classes[datatype];
 }
+
+size_t fiatomic_datatype_alignment(int datatype)
+{
+    size_t size = fiatomic_datatype_size(datatype);
+
+    return (size > 16) ? 16 : size;
+}

@@ -70,6 +70,11 @@ fiatomic_mem_expose(fiatomic_h fia, const fiatomic_mem_params_t *params,
     /* The exposed range is what the user asked for, even if UCP mapped more
      * (whole pages): nothing outside it may be operated on. */
     mem->length  = params->length;
+    status       = fiatomic_region_add(fia, mem);
+    if (status != UCS_OK) {
+        goto err_unmap;
+    }
+
     ++fia->num_mems;
     *mem_p = mem;
     return UCS_OK;
@@ -128,6 +133,9 @@ FIATOMIC_API ucs_status_t fiatomic_mem_pack_key(fiatomic_mem_h mem,
     hdr.nonce     = mem->fia->nonce;
     hdr.address   = (uintptr_t)mem->address;
     hdr.length    = mem->length;
+    hdr.region    = mem->region;
+    hdr.token     = mem->fia->regions[mem->region].token;
+    hdr.flags     = mem->fia->am_enabled ? FIATOMIC_KEY_F_TARGET : 0;
     memcpy(key, &hdr, sizeof(hdr));
     memcpy(key + sizeof(hdr), rkey_buffer, rkey_size);
     ucp_rkey_buffer_release(rkey_buffer);
@@ -150,6 +158,7 @@ FIATOMIC_API ucs_status_t fiatomic_mem_unexpose(fiatomic_mem_h mem)
         return UCS_ERR_INVALID_PARAM;
     }
 
+    fiatomic_region_remove(mem->fia, mem);
     status = ucp_mem_unmap(mem->fia->ucp_context, mem->memh);
     --mem->fia->num_mems;
     free(mem);

@@ -34,17 +34,10 @@ typedef struct fiatomic_call {
     void                     *context; /* msg->context */
 } fiatomic_call_t;
 
-/* Natural alignment: a 1..16-byte element on a multiple of its size, a
- * 32-byte one (long double complex) on 16. */
-static size_t fiatomic_alignment(size_t size)
-{
-    return (size > 16) ? 16 : size;
-}
-
 /* Sum the element counts of an ioc array; every entry with elements must
  * have a buffer unless `may_be_null`, naturally aligned. */
 static ucs_status_t fiatomic_ioc_total(const struct fi_ioc *iov, size_t count,
-                                       size_t elem_size, bool may_be_null,
+                                       int datatype, bool may_be_null,
                                        size_t *total_p)
 {
     size_t total = 0, i;
@@ -59,7 +52,8 @@ static ucs_status_t fiatomic_ioc_total(const struct fi_ioc *iov, size_t count,
         }
         if (!may_be_null &&
             ((iov[i].addr == NULL) ||
-             ((uintptr_t)iov[i].addr % fiatomic_alignment(elem_size)))) {
+             ((uintptr_t)iov[i].addr %
+              fiatomic_datatype_alignment(datatype)))) {
             return UCS_ERR_INVALID_PARAM;
         }
         if (total + iov[i].count < total) {
@@ -75,8 +69,9 @@ static ucs_status_t fiatomic_ioc_total(const struct fi_ioc *iov, size_t count,
 /* Every remote segment: a known key, inside the exposed range, aligned. */
 static ucs_status_t fiatomic_rma_check(fiatomic_ep_h ep,
                                        const fiatomic_call_t *call,
-                                       size_t elem_size, size_t *total_p)
+                                       size_t *total_p)
 {
+    size_t elem_size = fiatomic_datatype_size(call->datatype);
     const struct fi_rma_ioc *rma;
     fiatomic_rkey_t *key;
     size_t total = 0, i;
@@ -92,7 +87,8 @@ static ucs_status_t fiatomic_rma_check(fiatomic_ep_h ep,
             continue;
         }
         key = fiatomic_ep_key_lookup(ep, rma->key);
-        if ((key == NULL) || (rma->addr % fiatomic_alignment(elem_size)) ||
+        if ((key == NULL) ||
+            (rma->addr % fiatomic_datatype_alignment(call->datatype)) ||
             (rma->addr < key->address)) {
             return UCS_ERR_INVALID_PARAM;
         }
@@ -115,7 +111,6 @@ static ucs_status_t fiatomic_call_check(fiatomic_ep_h ep,
                                         const fiatomic_call_t *call,
                                         size_t *count_p)
 {
-    size_t size = fiatomic_datatype_size(call->datatype);
     bool needs_operand = (call->op != FI_ATOMIC_READ);
     size_t count, rma_count, other;
     ucs_status_t status;
@@ -134,7 +129,7 @@ static ucs_status_t fiatomic_call_check(fiatomic_ep_h ep,
         return UCS_ERR_UNSUPPORTED;
     }
 
-    status = fiatomic_ioc_total(call->iov, call->iov_count, size,
+    status = fiatomic_ioc_total(call->iov, call->iov_count, call->datatype,
                                 !needs_operand, &count);
     if (status != UCS_OK) {
         return status;
@@ -144,7 +139,7 @@ static ucs_status_t fiatomic_call_check(fiatomic_ep_h ep,
         count = 0;
     }
 
-    status = fiatomic_rma_check(ep, call, size, &rma_count);
+    status = fiatomic_rma_check(ep, call, &rma_count);
     if (status != UCS_OK) {
         return status;
     }
@@ -160,16 +155,16 @@ static ucs_status_t fiatomic_call_check(fiatomic_ep_h ep,
     }
 
     if (call->family == FIATOMIC_FAMILY_COMPARE) {
-        status = fiatomic_ioc_total(call->comparev, call->compare_count, size,
-                                    false, &other);
+        status = fiatomic_ioc_total(call->comparev, call->compare_count,
+                                    call->datatype, false, &other);
         if ((status != UCS_OK) || (other != count)) {
             return UCS_ERR_INVALID_PARAM;
         }
     }
 
     if (call->family != FIATOMIC_FAMILY_BASE) {
-        status = fiatomic_ioc_total(call->resultv, call->result_count, size,
-                                    false, &other);
+        status = fiatomic_ioc_total(call->resultv, call->result_count,
+                                    call->datatype, false, &other);
         if ((status != UCS_OK) || (other != count)) {
             return UCS_ERR_INVALID_PARAM;
         }

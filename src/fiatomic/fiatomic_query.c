@@ -50,6 +50,9 @@ FIATOMIC_API const char *fiatomic_family_name(fiatomic_family_t family)
 static bool fiatomic_cell_configured(fiatomic_h fia, fiatomic_family_t family,
                                      int op, int datatype)
 {
+    bool target = fia->am_enabled &&
+                  fiatomic_target_has(family, op, datatype);
+
     switch (fia->forced) {
     case FIATOMIC_STRATEGY_NATIVE:
         return fiatomic_native_has(family, op, datatype);
@@ -57,9 +60,12 @@ static bool fiatomic_cell_configured(fiatomic_h fia, fiatomic_family_t family,
         return fiatomic_cas_has(family, op, datatype);
     case FIATOMIC_STRATEGY_DIRECT:
         return fiatomic_direct_has(family, op, datatype);
+    case FIATOMIC_STRATEGY_TARGET:
+        return target;
     default:
+        /* 16/32-byte elements: target-side, or direct on mapped memory */
         return fiatomic_native_has(family, op, datatype) ||
-               fiatomic_cas_has(family, op, datatype) ||
+               fiatomic_cas_has(family, op, datatype) || target ||
                fiatomic_direct_has(family, op, datatype);
     }
 }
@@ -152,9 +158,19 @@ FIATOMIC_API int fiatomic_query_cell(fiatomic_ep_h ep, uint64_t key,
                -FI_EOPNOTSUPP;
     }
 
-    /* Direct is a local CPU atomic; native and CAS go through UCP, which
-     * needs the target's CPU when its atomics are software atomics. */
-    info->needs_target_progress = (info->strategy != FIATOMIC_STRATEGY_DIRECT) &&
-                                  ep->needs_progress;
+    /* Direct is a local CPU atomic; target-side is executed by the target's
+     * CPU; native and CAS go through UCP, which needs the target's CPU when
+     * its atomics on this memory are software atomics. */
+    switch (info->strategy) {
+    case FIATOMIC_STRATEGY_DIRECT:
+        info->needs_target_progress = 0;
+        break;
+    case FIATOMIC_STRATEGY_TARGET:
+        info->needs_target_progress = 1;
+        break;
+    default:
+        info->needs_target_progress = rkey->sw_amo;
+        break;
+    }
     return 0;
 }

@@ -100,7 +100,7 @@ static int info_node_init(info_node_t *node)
 
     params.field_mask = UCP_PARAM_FIELD_FEATURES;
     params.features   = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 |
-                        UCP_FEATURE_AMO64;
+                        UCP_FEATURE_AMO64 | UCP_FEATURE_AM;
     status = ucp_init(&params, NULL, &node->context);
     if (status != UCS_OK) {
         fprintf(stderr, "fiatomic_info: ucp_init: %s\n",
@@ -243,13 +243,29 @@ static int info_is_small(int datatype)
     return datatype < FI_DOUBLE_COMPLEX;
 }
 
+static void info_flush_cb(void *request, ucs_status_t status)
+{
+}
+
+static void info_wait(ucp_worker_h worker, void *request)
+{
+    if (!UCS_PTR_IS_PTR(request)) {
+        return;
+    }
+    while (ucp_request_check_status(request) == UCS_INPROGRESS) {
+        ucp_worker_progress(worker);
+    }
+    ucp_request_free(request);
+}
+
 static void info_print_table(fiatomic_ep_h ep, uint64_t key,
                              unsigned *supported, unsigned *small_supported)
 {
     fiatomic_cell_info_t info;
     int family, op, dt;
 
-    printf("strategy per cell: N native, C cas, D direct, x unsupported here,"
+    printf("strategy per cell: N native, C cas, D direct, T target-side,"
+           " x unsupported here,"
            " . not a cell; * completion needs target progress\n");
     for (family = 0; family < FIATOMIC_FAMILY_LAST; ++family) {
         printf("\n%s family\n%-16s", fiatomic_family_name(family), "");
@@ -263,7 +279,7 @@ static void info_print_table(fiatomic_ep_h ep, uint64_t key,
             for (dt = 0; dt <= FI_UINT128; ++dt) {
                 char cell[3] = ".";
                 if (fiatomic_query_cell(ep, key, family, dt, op, &info) == 0) {
-                    cell[0] = "xNCD"[info.strategy];
+                    cell[0] = "xNCDT"[info.strategy];
                     cell[1] = info.needs_target_progress ? '*' : '\0';
                     if (info.strategy != FIATOMIC_STRATEGY_NONE) {
                         ++*supported;
@@ -331,7 +347,7 @@ int main(int argc, char **argv)
         {NULL, 0, NULL, 0}
     };
     unsigned supported = 0, small_supported = 0;
-    int csv = 0, all = 0, opt, status_code, i;
+    int csv = 0, all = 0, opt, status_code;
     void *address, *key_buf, *base_buf;
     size_t address_len, key_len, base_len;
     ucp_ep_params_t ep_params;
@@ -376,9 +392,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "fiatomic_info: cannot reach the target over UCX\n");
         return 1;
     }
-    for (i = 0; i < 100; ++i) {
-        ucp_worker_progress(node.worker);
-    }
+    /* Complete wireup both ways before asking (lanes decide strategies)
+     * and before tearing down (UCX 1.13 asserts on a worker destroyed with
+     * wireup still pending). */
+    info_wait(node.worker, ucp_ep_flush_nb(ucp_ep, 0, info_flush_cb));
 
     if (csv) {
         info_print_csv(ep, key, all, &supported, &small_supported);
@@ -395,14 +412,8 @@ int main(int argc, char **argv)
 
     fiatomic_rkey_release(ep, key);
     fiatomic_ep_destroy(ep);
-    close_req = ucp_ep_close_nb(ucp_ep, UCP_EP_CLOSE_MODE_FORCE);
-    while (UCS_PTR_IS_PTR(close_req) &&
-           (ucp_request_check_status(close_req) == UCS_INPROGRESS)) {
-        ucp_worker_progress(node.worker);
-    }
-    if (UCS_PTR_IS_PTR(close_req)) {
-        ucp_request_free(close_req);
-    }
+    close_req = ucp_ep_close_nb(ucp_ep, UCP_EP_CLOSE_MODE_FLUSH);
+    info_wait(node.worker, close_req);
     info_node_cleanup(&node);
     free(address);
     free(key_buf);

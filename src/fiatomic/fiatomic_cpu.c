@@ -1,0 +1,150 @@
+/**
+ * One element executed with CPU atomics in place: the direct strategy (in
+ * the initiator, on mapped shared memory) and target-side execution (in the
+ * target) both come here, so they are atomic with respect to each other.
+ *
+ *  - 1, 2, 4, 8 bytes: a CAS loop on the element (x86 has lock cmpxchg of
+ *    each size, coherent with each other and with UCP's CPU atomics).
+ *  - 16 bytes (int128, double complex, long double): a CAS loop on
+ *    cmpxchg16b, inlined (-mcx16, checked by configure), never libatomic,
+ *    whose fallback lock would be private to one process.
+ *  - 32 bytes (long double complex): no instruction covers it; a lock owned
+ *    by the context that exposed the memory. Only that process executes
+ *    such elements (target-side, or direct from that very context).
+ *
+ * long double is 10 value bytes in 16 of storage: the padding bytes are
+ * carried over from the old value unchanged, so a CAS never depends on them
+ * and nothing new is written there.
+ */
+#include "fiatomic_int.h"
+
+#include <string.h>
+
+typedef unsigned __int128 fiatomic_cpu_u128_t;
+
+/* Bytes of an x87 extended value inside its 16-byte storage. */
+#define FIATOMIC_X87_VALUE_BYTES 10
+
+/* Carry the 6 padding bytes of one x87 value (16 bytes) over from old. */
+static void fiatomic_cpu_keep_x87_padding(uint8_t *value, const uint8_t *old)
+{
+    memcpy(value + FIATOMIC_X87_VALUE_BYTES, old + FIATOMIC_X87_VALUE_BYTES,
+           16 - FIATOMIC_X87_VALUE_BYTES);
+}
+
+#define FIATOMIC_CPU_LOOP(_type, _ptr, _combine, _operand, _compare, _old) \
+    do { \
+        _type *p = (_type*)(_ptr); \
+        _type expected = __atomic_load_n(p, __ATOMIC_ACQUIRE), desired; \
+        for (;;) { \
+            desired = expected; \
+            (_combine)(&desired, (_operand), (_compare)); \
+            /* unchanged: done, linearized at the load */ \
+            if ((desired == expected) || \
+                __atomic_compare_exchange_n(p, &expected, desired, 0, \
+                                            __ATOMIC_ACQ_REL, \
+                                            __ATOMIC_ACQUIRE)) { \
+                break; \
+            } \
+        } \
+        memcpy((_old), &expected, sizeof(expected)); \
+    } while (0)
+
+static void fiatomic_cpu_apply16(int datatype, fiatomic_combine_fn_t combine,
+                                 void *ptr, const void *operand,
+                                 const void *compare, void *old)
+{
+    fiatomic_cpu_u128_t *p = ptr;
+    fiatomic_cpu_u128_t expected, desired, seen;
+
+    /* A 16-byte atomic read: cmpxchg16b of 0 with 0 (stores 0 only where
+     * the value already is 0). */
+    expected = __sync_val_compare_and_swap(p, (fiatomic_cpu_u128_t)0,
+                                           (fiatomic_cpu_u128_t)0);
+    for (;;) {
+        desired = expected;
+        combine(&desired, operand, compare);
+        if (datatype == FI_LONG_DOUBLE) {
+            fiatomic_cpu_keep_x87_padding((uint8_t*)&desired,
+                                          (const uint8_t*)&expected);
+        }
+        if (desired == expected) {
+            break;
+        }
+        seen = __sync_val_compare_and_swap(p, expected, desired);
+        if (seen == expected) {
+            break;
+        }
+        expected = seen;
+    }
+    memcpy(old, &expected, sizeof(expected));
+}
+
+static void fiatomic_cpu_lock(fiatomic_h fia, const void *ptr, bool acquire)
+{
+    uint8_t *lock = &fia->wide_locks[((uintptr_t)ptr >> 5) %
+                                     FIATOMIC_WIDE_LOCKS];
+
+    if (acquire) {
+        while (__atomic_test_and_set(lock, __ATOMIC_ACQUIRE)) {
+            /* held only around a 32-byte combine: spin */
+        }
+    } else {
+        __atomic_clear(lock, __ATOMIC_RELEASE);
+    }
+}
+
+static void fiatomic_cpu_apply32(fiatomic_h fia, int datatype,
+                                 fiatomic_combine_fn_t combine, void *ptr,
+                                 const void *operand, const void *compare,
+                                 void *old)
+{
+    uint8_t value[32];
+
+    fiatomic_cpu_lock(fia, ptr, true);
+    memcpy(old, ptr, sizeof(value));
+    memcpy(value, ptr, sizeof(value));
+    combine(value, operand, compare);
+    if (datatype == FI_LONG_DOUBLE_COMPLEX) { /* two x87 values */
+        fiatomic_cpu_keep_x87_padding(value, old);
+        fiatomic_cpu_keep_x87_padding(value + 16, (const uint8_t*)old + 16);
+    }
+    memcpy(ptr, value, sizeof(value));
+    fiatomic_cpu_lock(fia, ptr, false);
+}
+
+bool fiatomic_cpu_has_size(size_t size)
+{
+    return (size == 1) || (size == 2) || (size == 4) || (size == 8) ||
+           (size == 16) || (size == 32);
+}
+
+void fiatomic_cpu_apply(fiatomic_h fia, int datatype,
+                        fiatomic_combine_fn_t combine, void *ptr,
+                        const void *operand, const void *compare, void *old)
+{
+    switch (fiatomic_datatype_size(datatype)) {
+    case 1:
+        FIATOMIC_CPU_LOOP(uint8_t, ptr, combine, operand, compare, old);
+        break;
+    case 2:
+        FIATOMIC_CPU_LOOP(uint16_t, ptr, combine, operand, compare, old);
+        break;
+    case 4:
+        FIATOMIC_CPU_LOOP(uint32_t, ptr, combine, operand, compare, old);
+        break;
+    case 8:
+        FIATOMIC_CPU_LOOP(uint64_t, ptr, combine, operand, compare, old);
+        break;
+    case 16:
+        fiatomic_cpu_apply16(datatype, combine, ptr, operand, compare, old);
+        break;
+    case 32:
+        fiatomic_cpu_apply32(fia, datatype, combine, ptr, operand, compare,
+                             old);
+        break;
+    default:
+        fiatomic_assertv(0, "no CPU atomic for datatype %d", datatype);
+        break;
+    }
+}

@@ -1,0 +1,383 @@
+/**
+ * Target-side strategy, the initiator's half: consecutive elements of a
+ * request go to the target in one active message (as many as fit in
+ * FIATOMIC_WIRE_MAX_PAYLOAD; larger arrays become several messages, all in
+ * flight at once); the target executes them with CPU atomics and replies
+ * with the status and the initial values.
+ *
+ * A reply can only be lost if the target dies. UCP fails its own operations
+ * on a failed endpoint but knows nothing of a reply we wait for, so while
+ * any reply is awaited on an endpoint, one small RMA read of the target
+ * ("probe") is kept in flight: UCP completes it with an error when the
+ * endpoint fails, and that error completes every awaited message.
+ */
+#include "fiatomic_int.h"
+#include "fiatomic_wire.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct fiatomic_am_msg {
+    ucs_list_link_t list;      /* ep->am_pending, or fia->free_msgs */
+    fiatomic_h      fia;
+    fiatomic_ep_h   ep;
+    fiatomic_req_t  *req;
+    fiatomic_rkey_t *key;
+    size_t          first;     /* first element of req */
+    size_t          count;
+    uint32_t        slot;
+    bool            sending;   /* the AM send is still in UCP's hands */
+    bool            awaiting;  /* the reply has not come */
+    size_t          length;
+    uint8_t         buffer[sizeof(fiatomic_wire_req_t) +
+                           FIATOMIC_WIRE_MAX_PAYLOAD];
+};
+
+#define FIATOMIC_MSG_CACHE_MAX 256
+
+bool fiatomic_target_has(fiatomic_family_t family, int op, int datatype)
+{
+    return fiatomic_cell_defined(family, op, datatype) &&
+           fiatomic_cpu_has_size(fiatomic_datatype_size(datatype));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Message slots and cache                                                   */
+
+static fiatomic_am_msg_t *fiatomic_msg_get(fiatomic_h fia)
+{
+    fiatomic_msg_slot_t *slots;
+    fiatomic_am_msg_t *msg;
+    unsigned index;
+
+    for (index = 0; index < fia->num_msg_slots; ++index) {
+        if (fia->msg_slots[index].msg == NULL) {
+            break;
+        }
+    }
+
+    if (index == fia->num_msg_slots) {
+        slots = realloc(fia->msg_slots,
+                        (fia->num_msg_slots * 2 + 16) * sizeof(*slots));
+        if (slots == NULL) {
+            return NULL;
+        }
+        memset(slots + fia->num_msg_slots, 0,
+               (fia->num_msg_slots + 16) * sizeof(*slots));
+        fia->msg_slots     = slots;
+        fia->num_msg_slots = fia->num_msg_slots * 2 + 16;
+    }
+
+    if (!ucs_list_is_empty(&fia->free_msgs)) {
+        msg = ucs_list_extract_head(&fia->free_msgs, fiatomic_am_msg_t, list);
+        --fia->num_free_msgs;
+    } else {
+        msg = malloc(sizeof(*msg));
+        if (msg == NULL) {
+            return NULL;
+        }
+    }
+
+    msg->fia                   = fia;
+    msg->slot                  = index;
+    msg->sending               = false;
+    msg->awaiting              = false;
+    fia->msg_slots[index].msg  = msg;
+    return msg;
+}
+
+static uint64_t fiatomic_msg_id(const fiatomic_am_msg_t *msg)
+{
+    return ((uint64_t)msg->fia->msg_slots[msg->slot].generation << 32) |
+           (msg->slot + 1);
+}
+
+static fiatomic_am_msg_t *fiatomic_msg_lookup(fiatomic_h fia, uint64_t id)
+{
+    uint64_t index = id & UINT32_MAX;
+    fiatomic_msg_slot_t *slot;
+
+    if ((index == 0) || (index > fia->num_msg_slots)) {
+        return NULL;
+    }
+
+    slot = &fia->msg_slots[index - 1];
+    if ((slot->msg == NULL) || (slot->generation != (id >> 32)) ||
+        !slot->msg->awaiting) {
+        return NULL;
+    }
+    return slot->msg;
+}
+
+/* The message is done with both its send and its reply (or the wait was
+ * abandoned): its slot and buffer can be reused. */
+static void fiatomic_msg_release(fiatomic_am_msg_t *msg)
+{
+    fiatomic_h fia = msg->fia;
+
+    ++fia->msg_slots[msg->slot].generation; /* a late reply is dropped */
+    fia->msg_slots[msg->slot].msg = NULL;
+
+    if (fia->num_free_msgs >= FIATOMIC_MSG_CACHE_MAX) {
+        free(msg);
+        return;
+    }
+    ucs_list_add_head(&fia->free_msgs, &msg->list);
+    ++fia->num_free_msgs;
+}
+
+void fiatomic_target_msgs_cleanup(fiatomic_h fia)
+{
+    fiatomic_am_msg_t *msg;
+
+    while (!ucs_list_is_empty(&fia->free_msgs)) {
+        msg = ucs_list_extract_head(&fia->free_msgs, fiatomic_am_msg_t, list);
+        free(msg);
+    }
+    fia->num_free_msgs = 0;
+    free(fia->msg_slots);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Completion                                                                */
+
+/* The message's elements finish with `status`; fetched values (already
+ * copied) are valid when it is UCS_OK. */
+static void fiatomic_msg_finish(fiatomic_am_msg_t *msg, ucs_status_t status)
+{
+    fiatomic_req_t *req = msg->req;
+    size_t first = msg->first, count = msg->count, i;
+
+    msg->awaiting = false;
+    ucs_list_del(&msg->list);
+    if (!msg->sending) {
+        fiatomic_msg_release(msg);
+    }
+
+    for (i = 0; i < count; ++i) {
+        /* the last one may complete and recycle req: nothing after */
+        fiatomic_elem_done(&req->elems[first + i], status);
+    }
+}
+
+void fiatomic_target_ep_fail(fiatomic_ep_h ep, ucs_status_t status)
+{
+    fiatomic_am_msg_t *msg;
+
+    while (!ucs_list_is_empty(&ep->am_pending)) {
+        msg = ucs_list_head(&ep->am_pending, fiatomic_am_msg_t, list);
+        fiatomic_msg_finish(msg, status);
+    }
+}
+
+static void fiatomic_target_probe(fiatomic_ep_h ep);
+
+static void fiatomic_target_probe_cb(void *request, ucs_status_t status,
+                                     void *user_data)
+{
+    fiatomic_ep_h ep = user_data;
+
+    ucp_request_free(request);
+    ep->probe_inflight = false;
+    if (status != UCS_OK) {
+        fiatomic_target_ep_fail(ep, status);
+    } else {
+        fiatomic_target_probe(ep); /* still waiting: keep one in flight */
+    }
+    fiatomic_ep_inflight_remove(ep); /* last: may free a destroyed ep */
+}
+
+static void fiatomic_target_probe(fiatomic_ep_h ep)
+{
+    ucp_request_param_t param;
+    fiatomic_am_msg_t *msg;
+    ucs_status_ptr_t sptr;
+
+    if (ep->probe_inflight || ep->destroyed ||
+        ucs_list_is_empty(&ep->am_pending)) {
+        return;
+    }
+
+    msg                = ucs_list_head(&ep->am_pending, fiatomic_am_msg_t,
+                                       list);
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                         UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send      = fiatomic_target_probe_cb;
+    param.user_data    = ep;
+    sptr = ucp_get_nbx(ep->ucp_ep, &ep->probe_buf, 1, msg->key->address,
+                       msg->key->rkey, &param);
+    if (UCS_PTR_IS_PTR(sptr)) {
+        ep->probe_inflight = true;
+        fiatomic_ep_inflight_add(ep);
+    } else if (UCS_PTR_IS_ERR(sptr)) {
+        fiatomic_target_ep_fail(ep, UCS_PTR_STATUS(sptr));
+    }
+    /* Completed in place: the endpoint is alive; the next send or reply
+     * probes again. */
+}
+
+ucs_status_t fiatomic_target_reply_handler(void *arg, const void *header,
+                                           size_t header_length, void *data,
+                                           size_t length,
+                                           const ucp_am_recv_param_t *param)
+{
+    fiatomic_h fia = arg;
+    fiatomic_wire_reply_t reply;
+    fiatomic_am_msg_t *msg;
+    fiatomic_elem_t *elem;
+    const uint8_t *values;
+    ucs_status_t status;
+    size_t size, i;
+
+    if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ||
+        (length < sizeof(reply))) {
+        /* Our targets never reply like this; nothing to match it to. */
+        if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
+            ucp_am_data_release(fia->worker, data);
+        }
+        return UCS_OK;
+    }
+
+    memcpy(&reply, data, sizeof(reply));
+    msg = (reply.magic == FIATOMIC_WIRE_REPLY_MAGIC) ?
+          fiatomic_msg_lookup(fia, reply.id) : NULL;
+    if (msg == NULL) {
+        return UCS_OK; /* late (abandoned) or not ours */
+    }
+
+    status = reply.status;
+    size   = msg->req->elem_size;
+    values = (const uint8_t*)data + sizeof(reply);
+    if ((status == UCS_OK) && (msg->req->family != FIATOMIC_FAMILY_BASE)) {
+        if ((reply.count != msg->count) ||
+            (length != sizeof(reply) + msg->count * size)) {
+            status = UCS_ERR_IO_ERROR; /* a reply that does not fit */
+        } else {
+            for (i = 0; i < msg->count; ++i) {
+                elem = &msg->req->elems[msg->first + i];
+                memcpy(elem->result, values + i * size, size);
+            }
+        }
+    }
+
+    fiatomic_msg_finish(msg, status);
+    return UCS_OK;
+}
+
+static void fiatomic_target_sent_cb(void *request, ucs_status_t status,
+                                    void *user_data)
+{
+    fiatomic_am_msg_t *msg = user_data;
+    fiatomic_ep_h ep       = msg->ep;
+
+    ucp_request_free(request);
+    msg->sending = false;
+    if (msg->awaiting) {
+        if (status != UCS_OK) {
+            fiatomic_msg_finish(msg, status); /* never reached the target */
+        }
+    } else {
+        fiatomic_msg_release(msg);
+    }
+    fiatomic_ep_inflight_remove(ep); /* last: may free a destroyed ep */
+}
+
+/* ------------------------------------------------------------------------ */
+/* Start                                                                     */
+
+/* How many elements from `first` can share one message: consecutive remote
+ * addresses under the same key, within the payload limit. */
+static size_t fiatomic_target_run(const fiatomic_req_t *req, size_t first,
+                                  size_t count)
+{
+    size_t size     = req->elem_size;
+    size_t per_elem = ((req->op != FI_ATOMIC_READ) ? size : 0) +
+                      ((req->family == FIATOMIC_FAMILY_COMPARE) ? size : 0);
+    size_t limit    = FIATOMIC_WIRE_MAX_PAYLOAD /
+                      ((per_elem != 0) ? per_elem : size);
+    const fiatomic_elem_t *e = &req->elems[first];
+    size_t n;
+
+    for (n = 1; (n < count) && (n < limit); ++n) {
+        if ((e[n].strategy != FIATOMIC_STRATEGY_TARGET) ||
+            (e[n].key != e[0].key) || (e[n].raddr != e[0].raddr + n * size)) {
+            break;
+        }
+    }
+    return n;
+}
+
+size_t fiatomic_target_start(fiatomic_req_t *req, size_t first, size_t count)
+{
+    fiatomic_ep_h ep        = req->ep;
+    fiatomic_elem_t *elems  = &req->elems[first];
+    size_t size             = req->elem_size;
+    fiatomic_wire_req_t hdr = {0};
+    ucp_request_param_t param;
+    fiatomic_am_msg_t *msg;
+    ucs_status_ptr_t sptr;
+    uint8_t *p;
+    size_t n, i;
+
+    n   = fiatomic_target_run(req, first, count);
+    msg = fiatomic_msg_get(ep->fia);
+    if (msg == NULL) {
+        for (i = 0; i < n; ++i) {
+            fiatomic_elem_done(&elems[i], UCS_ERR_NO_MEMORY);
+        }
+        return n;
+    }
+
+    msg->ep    = ep;
+    msg->req   = req;
+    msg->key   = elems[0].key;
+    msg->first = first;
+    msg->count = n;
+
+    hdr.magic    = FIATOMIC_WIRE_REQ_MAGIC;
+    hdr.version  = FIATOMIC_WIRE_VERSION;
+    hdr.family   = req->family;
+    hdr.op       = req->op;
+    hdr.datatype = req->datatype;
+    hdr.count    = n;
+    hdr.region   = msg->key->region;
+    hdr.token    = msg->key->token;
+    hdr.raddr    = elems[0].raddr;
+    hdr.id       = fiatomic_msg_id(msg);
+    memcpy(msg->buffer, &hdr, sizeof(hdr));
+    p = msg->buffer + sizeof(hdr);
+    if (req->op != FI_ATOMIC_READ) {
+        for (i = 0; i < n; ++i, p += size) {
+            memcpy(p, elems[i].operand, size);
+        }
+    }
+    if (req->family == FIATOMIC_FAMILY_COMPARE) {
+        for (i = 0; i < n; ++i, p += size) {
+            memcpy(p, elems[i].compare, size);
+        }
+    }
+    msg->length = p - msg->buffer;
+
+    msg->awaiting = true;
+    ucs_list_add_tail(&ep->am_pending, &msg->list);
+
+    /* The target needs our endpoint to reply on. */
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                         UCP_OP_ATTR_FIELD_USER_DATA |
+                         UCP_OP_ATTR_FIELD_FLAGS;
+    param.cb.send      = fiatomic_target_sent_cb;
+    param.user_data    = msg;
+    param.flags        = UCP_AM_SEND_FLAG_REPLY;
+    sptr = ucp_am_send_nbx(ep->ucp_ep, ep->fia->am_id, NULL, 0, msg->buffer,
+                           msg->length, &param);
+    if (UCS_PTR_IS_PTR(sptr)) {
+        msg->sending = true;
+        fiatomic_ep_inflight_add(ep);
+    } else if (UCS_PTR_IS_ERR(sptr)) {
+        fiatomic_msg_finish(msg, UCS_PTR_STATUS(sptr));
+        return n;
+    }
+
+    fiatomic_target_probe(ep);
+    return n;
+}

@@ -1,0 +1,49 @@
+/**
+ * The wire format of target-side execution: one active message carries a
+ * request for `count` consecutive elements; the target's reply carries the
+ * status and, for the fetch and compare families, the initial values.
+ * Both ends are the same build of libfiatomic on the same architecture, so
+ * fields are in host order; the magic and version catch anything else.
+ */
+#ifndef FIATOMIC_WIRE_H_
+#define FIATOMIC_WIRE_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FIATOMIC_WIRE_REQ_MAGIC   0xf1a7a3e0u
+#define FIATOMIC_WIRE_REPLY_MAGIC 0xf1a7a3e1u
+#define FIATOMIC_WIRE_VERSION     1
+
+/* A message's payload (operands + compare values) stays below this, so it
+ * goes eagerly; larger arrays are split into several messages in flight. */
+#define FIATOMIC_WIRE_MAX_PAYLOAD 4096
+
+typedef struct fiatomic_wire_req {
+    uint32_t magic;
+    uint8_t  version;
+    uint8_t  family;    /* fiatomic_family_t */
+    uint8_t  op;        /* enum fi_op */
+    uint8_t  datatype;  /* enum fi_datatype */
+    uint32_t count;     /* elements, >= 1 */
+    uint32_t region;    /* exposed region index at the target */
+    uint64_t token;     /* the region's secret, from its packed key */
+    uint64_t raddr;     /* first element */
+    uint64_t id;        /* the initiator's message id, echoed */
+    /* followed by count operands (not for ATOMIC_READ), then count compare
+     * values (compare family) */
+} fiatomic_wire_req_t;
+
+typedef struct fiatomic_wire_reply {
+    uint32_t magic;
+    int32_t  status;    /* ucs_status_t */
+    uint64_t id;
+    uint32_t count;     /* fetched values that follow (0 on error) */
+    uint32_t reserved;
+} fiatomic_wire_reply_t;
+
+/* The largest reply: header + a full payload of fetched values. */
+#define FIATOMIC_WIRE_REPLY_MAX \
+    (sizeof(fiatomic_wire_reply_t) + FIATOMIC_WIRE_MAX_PAYLOAD)
+
+#endif
