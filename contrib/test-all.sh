@@ -2,7 +2,8 @@
 # Install what is needed, build with -Werror, and run every test suite:
 #  1. the regular build's gtest suites (make check),
 #  2. the same suites built with AddressSanitizer + UndefinedBehaviorSanitizer,
-#  3. the atomicx guest suites on soft-RoCE (contrib/softroce), when present.
+#  3. the libFuzzer target of the target-side request decoder, 60 s,
+#  4. the atomicx guest suites on soft-RoCE (contrib/softroce), when present.
 # Ends with one summary line "N passed, N failed, N skipped".
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,6 +52,9 @@ build "$top/build-asan" --enable-sanitizers || exit 1
 step "tests under ASan+UBSan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     check "$top/build-asan" || fail=1
+
+step "fuzzing the target-side request decoder (libFuzzer, 60 s)"
+"$top/test/fuzz/run.sh" 60 2>&1 | tee -a "$logdir/all-tests.log" || fail=1
 
 if [ -x "$top/contrib/softroce/test-guest.sh" ]; then
     step "atomicx on soft-RoCE (qemu guest)"
