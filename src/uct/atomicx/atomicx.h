@@ -164,6 +164,9 @@ uct_atomicx_query_tl_devices(uct_md_h tl_md,
                              uct_tl_device_resource_t **tl_devices_p,
                              unsigned *num_tl_devices_p);
 
+/* Number of atomic ops started by this process (for tests) */
+uint64_t uct_atomicx_ops_started(void);
+
 /* 1 when the component is registered in this process */
 int uct_atomicx_is_registered(void);
 

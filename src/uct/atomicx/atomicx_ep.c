@@ -18,6 +18,16 @@
 #include <string.h>
 
 
+/* Ops started in this process: lets tests prove that atomicx executed them */
+static uint64_t uct_atomicx_num_started = 0;
+
+
+uint64_t uct_atomicx_ops_started(void)
+{
+    return __atomic_load_n(&uct_atomicx_num_started, __ATOMIC_RELAXED);
+}
+
+
 /* How long ep destroy waits for the flushed WRs of an errored QP */
 #define UCT_ATOMICX_DESTROY_TIMEOUT 10.0
 
@@ -189,6 +199,7 @@ uct_atomicx_ep_atomic(uct_ep_h tl_ep, uct_atomic_op_t opcode, unsigned size,
     if (!op->native) {
         ++ep->emulated;
     }
+    __atomic_fetch_add(&uct_atomicx_num_started, 1, __ATOMIC_RELAXED);
 
     return (result != NULL) ? UCS_INPROGRESS : UCS_OK;
 }

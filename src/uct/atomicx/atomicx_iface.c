@@ -27,7 +27,8 @@ static ucs_config_field_t uct_atomicx_iface_config_table[] = {
 
     {"GID_INDEX", "auto",
      "GID table index used on RoCE ports; \"auto\" takes the first RoCE v2\n"
-     "GID, or else the first valid one.",
+     "GID with an IPv4 address, else the first RoCE v2 GID, else the first\n"
+     "valid one.",
      ucs_offsetof(uct_atomicx_iface_config_t, gid_index),
      UCS_CONFIG_TYPE_ULUNITS},
 
@@ -162,12 +163,22 @@ static int uct_atomicx_iface_is_reachable(const uct_iface_h tl_iface,
 }
 
 
+/* ::ffff:a.b.c.d */
+static int uct_atomicx_gid_is_ipv4(const union ibv_gid *gid)
+{
+    static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                       0xff, 0xff};
+
+    return !memcmp(gid->raw, prefix, sizeof(prefix));
+}
+
+
 static ucs_status_t uct_atomicx_iface_select_gid(uct_atomicx_iface_t *iface,
                                                  unsigned long gid_index)
 {
     uct_atomicx_md_t *md = ucs_derived_of(iface->super.md, uct_atomicx_md_t);
     struct ibv_gid_entry entry;
-    int index, found = -1;
+    int index, found = -1, found_v2 = 0;
 
     if (iface->port_attr.link_layer != IBV_LINK_LAYER_ETHERNET) {
         index = (gid_index == UCS_ULUNITS_AUTO) ? 0 : (int)gid_index;
@@ -190,11 +201,16 @@ static ucs_status_t uct_atomicx_iface_select_gid(uct_atomicx_iface_t *iface,
                                  0) != 0) {
                 continue; /* an empty entry */
             }
-            if (entry.gid_type == IBV_GID_TYPE_ROCE_V2) {
+            /* Like UCX: RoCE v2 with an IPv4 address, else RoCE v2 */
+            if ((entry.gid_type == IBV_GID_TYPE_ROCE_V2) &&
+                uct_atomicx_gid_is_ipv4(&entry.gid)) {
                 found = index;
                 break;
             }
-            if (found < 0) {
+            if ((entry.gid_type == IBV_GID_TYPE_ROCE_V2) && !found_v2) {
+                found    = index;
+                found_v2 = 1;
+            } else if (found < 0) {
                 found = index;
             }
         }

@@ -1,0 +1,197 @@
+#!/bin/bash
+# The atomicx guest suites on soft-RoCE.
+#
+#   contrib/softroce/test-guest.sh <build-dir> [suite...]
+#
+# On the host: builds the guest test programs in <build-dir>, then boots the
+# soft-RoCE guest (run-in-guest.sh) and runs this same script inside it.
+# In the guest (ATOMICX_GUEST=1): runs the suites against rxe0 and exits
+# non-zero if any fails. Suites (default: all):
+#   uct       UCT-level gtest suite (test_atomicx_uct)
+#   ucp       UCP-level gtest suite with UCX_TLS=atomicx,tcp (test_atomicx_ucp)
+#   perftest  ucx_perftest UCT and UCP atomic tests over atomicx, and the UCP
+#             ones over rc_verbs for comparison
+#   bench     latency of atomicx fadd / ucp_fadd against ib_atomic_lat
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+[ $# -ge 1 ] || { echo "usage: $0 <build-dir> [uct|ucp|perftest|bench]..." >&2; exit 2; }
+build=$(cd "$1" && pwd) || exit 2
+shift
+suites=("$@")
+[ ${#suites[@]} -gt 0 ] || suites=(uct ucp perftest bench)
+
+if [ "${ATOMICX_GUEST:-}" != 1 ]; then
+    # Host side: the guest sees the host's files read-only, so build first.
+    echo "test-guest: building the atomicx guest programs in $build"
+    make -C "$build/src/uct/atomicx" -j"$(nproc)" >/dev/null &&
+        make -C "$build/test/gtest" -j"$(nproc)" test_atomicx_uct \
+            test_atomicx_ucp >/dev/null ||
+        { echo "test-guest: build failed" >&2; exit 1; }
+    exec "$here/run-in-guest.sh" "$here/test-guest.sh" "$build" "${suites[@]}"
+fi
+
+# ---- In the guest --------------------------------------------------------
+lib=$build/src/uct/atomicx/.libs/libuct_atomicx.so.0
+dev=${ATOMICX_TEST_DEV:-rxe0:1}
+out=${ATOMICX_GUEST_OUT:-/tmp}
+failed=()
+
+run() { # run <name> <command...>: runs, records a failure
+    local name=$1; shift
+    echo
+    echo "=== test-guest: $name ==="
+    if "$@"; then
+        echo "=== test-guest: $name: ok"
+    else
+        echo "=== test-guest: $name: FAILED (exit $?)"
+        failed+=("$name")
+    fi
+}
+
+gtest() { # gtest <binary>: output on stdout, result as exit code
+    "$build/test/gtest/$1" --gtest_color=no
+}
+
+# ucx_perftest server/client pair on one port; output of both printed.
+# perf <name> <env...> -- <perftest args...>
+port=20000
+perf_timeout=300
+perf_pair() {
+    local envs=() args=() slog clog spid rc i
+    while [ "$1" != -- ]; do envs+=("$1"); shift; done
+    shift
+    args=("$@")
+    port=$((port + 1))
+    slog=$(mktemp) clog=$(mktemp)
+    env "${envs[@]}" timeout "$perf_timeout" taskset -c 0 ucx_perftest \
+        "${args[@]}" -p "$port" >"$slog" 2>&1 &
+    spid=$!
+    for i in $(seq 300); do
+        [ -z "$(ss -Hltn "sport = :$port")" ] || break
+        kill -0 "$spid" 2>/dev/null || break
+        sleep 0.1
+    done
+    env "${envs[@]}" timeout "$perf_timeout" taskset -c 1 ucx_perftest \
+        "${args[@]}" -p "$port" localhost >"$clog" 2>&1
+    rc=$?
+    wait "$spid" || rc=$((rc ? rc : 1))
+    cat "$clog"
+    if [ $rc -ne 0 ]; then
+        echo "--- server output:"; cat "$slog"
+    fi
+    [ $rc -ne 0 ] || grep -q '^Final:' "$clog" || rc=1
+    rm -f "$slog" "$clog"
+    return $rc
+}
+
+perftest_suite() {
+    local n=${ATOMICX_PERFTEST_ITERS:-2000} t
+    for t in fadd swap cswap add_lat add_mr; do
+        run "ucx_perftest uct $t atomicx" perf_pair LD_PRELOAD="$lib" -- \
+            -x atomicx -d "$dev" -t "$t" -n "$n"
+    done
+    for t in ucp_add ucp_fadd ucp_swap ucp_cswap; do
+        run "ucx_perftest $t atomicx,tcp" perf_pair LD_PRELOAD="$lib" \
+            UCX_TLS=atomicx,tcp -- -t "$t" -n "$n"
+        run "ucx_perftest $t atomicx,tcp -o" perf_pair LD_PRELOAD="$lib" \
+            UCX_TLS=atomicx,tcp -- -t "$t" -n "$n" -o
+    done
+
+    # For comparison: rc_verbs has only 64-bit ADD/FADD/CSWAP, so UCP uses
+    # software atomics over active messages, which need the responder's CPU.
+    # With -o the responder does not progress: report what happens.
+    for t in ucp_add ucp_fadd ucp_swap ucp_cswap; do
+        run "ucx_perftest $t rc_verbs,tcp" perf_pair UCX_TLS=rc_verbs,tcp -- \
+            -t "$t" -n "$n"
+        echo
+        echo "=== test-guest: ucx_perftest $t rc_verbs,tcp -o (comparison) ==="
+        if perf_timeout=60 perf_pair UCX_TLS=rc_verbs,tcp -- -t "$t" -n "$n" \
+                -o; then
+            echo "=== comparison: rc_verbs,tcp -o $t completed"
+        else
+            echo "=== comparison: rc_verbs,tcp -o $t did not complete in 60 s" \
+                 "(software atomics wait for the responder to progress)"
+        fi | tee -a "$out/atomicx-rc-verbs-comparison.txt"
+    done
+}
+
+# The RoCE v2 GID index of dummy0's IPv4 address, for ib_atomic_lat (-x)
+ipv4_gid_index() {
+    local sysport=/sys/class/infiniband/${dev%%:*}/ports/${dev##*:} i gid type
+    for i in $(seq 0 15); do
+        gid=$(cat "$sysport/gids/$i" 2>/dev/null) || continue
+        type=$(cat "$sysport/gid_attrs/types/$i" 2>/dev/null) || continue
+        if [[ $gid == 0000:0000:0000:0000:0000:ffff:* && $type == "RoCE v2" ]]; then
+            echo "$i"
+            return 0
+        fi
+    done
+    return 1
+}
+
+# Latency of one fetch-and-add round trip, in the same guest run:
+# raw verbs (ib_atomic_lat), atomicx UCT fadd and UCP ucp_fadd, as ratios.
+bench_suite() {
+    local n=${ATOMICX_BENCH_ITERS:-5000} gidx slog clog spid i
+    local ib_typ ib_avg uct_med uct_avg ucp_med ucp_avg
+    gidx=$(ipv4_gid_index) || { echo "bench: no IPv4 RoCE v2 GID"; return 1; }
+
+    port=$((port + 1))
+    slog=$(mktemp) clog=$(mktemp)
+    timeout 300 taskset -c 0 ib_atomic_lat -d "${dev%%:*}" -i "${dev##*:}"         -x "$gidx" -F -p "$port" -n "$n" -A FETCH_AND_ADD >"$slog" 2>&1 &
+    spid=$!
+    for i in $(seq 300); do
+        [ -z "$(ss -Hltn "sport = :$port")" ] || break
+        sleep 0.1
+    done
+    timeout 300 taskset -c 1 ib_atomic_lat -d "${dev%%:*}" -i "${dev##*:}"         -x "$gidx" -F -p "$port" -n "$n" -A FETCH_AND_ADD localhost         >"$clog" 2>&1 || { cat "$clog" "$slog"; return 1; }
+    wait "$spid"
+    cat "$clog"
+    # " #bytes #iterations t_min t_max t_typical t_avg ..."
+    # (no process substitution: the guest has no /dev/fd)
+    read -r ib_typ ib_avg <<<"$(awk '$1 == 8 && NF >= 6 { print $5, $6 }' "$clog")"
+
+    perf_pair LD_PRELOAD="$lib" -- -x atomicx -d "$dev" -t fadd -n "$n"         >"$clog" || { cat "$clog"; return 1; }
+    cat "$clog"
+    read -r uct_med uct_avg <<<"$(awk '$1 == "Final:" { print $3, $4 }' "$clog")"
+
+    perf_pair LD_PRELOAD="$lib" UCX_TLS=atomicx,tcp -- -t ucp_fadd -n "$n"         >"$clog" || { cat "$clog"; return 1; }
+    cat "$clog"
+    read -r ucp_med ucp_avg <<<"$(awk '$1 == "Final:" { print $3, $4 }' "$clog")"
+    rm -f "$slog" "$clog"
+
+    [ -n "$ib_avg" ] && [ -n "$uct_avg" ] && [ -n "$ucp_avg" ] ||
+        { echo "bench: could not parse the results"; return 1; }
+    awk -v ib_typ="$ib_typ" -v ib_avg="$ib_avg" -v uct_med="$uct_med" \
+        -v uct_avg="$uct_avg" -v ucp_med="$ucp_med" -v ucp_avg="$ucp_avg" '
+    BEGIN {
+        printf "bench: fetch-and-add latency, usec (median / average)\n"
+        printf "bench:   ib_atomic_lat (raw verbs)  %8.2f / %8.2f\n", ib_typ, ib_avg
+        printf "bench:   atomicx UCT fadd           %8.2f / %8.2f\n", uct_med, uct_avg
+        printf "bench:   atomicx UCP ucp_fadd       %8.2f / %8.2f\n", ucp_med, ucp_avg
+        printf "bench: ratio UCT fadd / raw verbs     %.2f (median) %.2f (average), target <= 1.30: %s\n",
+               uct_med / ib_typ, uct_avg / ib_avg,
+               (uct_avg / ib_avg <= 1.3) ? "met" : "NOT met"
+        printf "bench: ratio UCP ucp_fadd / raw verbs %.2f (median) %.2f (average)\n",
+               ucp_med / ib_typ, ucp_avg / ib_avg
+    }' | tee -a "$out/atomicx-bench.txt"
+}
+
+for s in "${suites[@]}"; do
+    case $s in
+    uct) run "gtest test_atomicx_uct" gtest test_atomicx_uct ;;
+    ucp) run "gtest test_atomicx_ucp" env UCX_TLS=atomicx,tcp \
+             "$build/test/gtest/test_atomicx_ucp" --gtest_color=no ;;
+    perftest) perftest_suite ;;
+    bench) run "benchmark: atomicx vs ib_atomic_lat" bench_suite ;;
+    *) echo "test-guest: unknown suite $s" >&2; failed+=("$s") ;;
+    esac
+done
+
+echo
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "test-guest: FAILED: ${failed[*]}"
+    exit 1
+fi
+echo "test-guest: all suites passed (${suites[*]})"

@@ -1,0 +1,108 @@
+/**
+ * atomicx guest tests: a small UCT harness (worker, MD, iface, registered
+ * memory, loopback or cross-process endpoints) over the atomicx transport.
+ */
+
+#ifndef ATOMICX_TEST_UCT_H_
+#define ATOMICX_TEST_UCT_H_
+
+#include <uct/api/uct.h>
+#include <ucs/async/async_fwd.h>
+
+#include <map>
+#include <string>
+#include <vector>
+#include <stdint.h>
+
+namespace atomicx_test {
+
+/* The device under test: $ATOMICX_TEST_DEV, default rxe0:1 */
+std::string test_device();
+
+/* Whether a missing device must fail rather than skip ($ATOMICX_GUEST) */
+bool device_required();
+
+/* A completion that records its status */
+struct completion {
+    uct_completion_t super;
+    bool             done;
+    ucs_status_t     status;
+
+    completion();
+    void reset(int count = 1);
+};
+
+/* Registered memory and its packed/unpacked rkey */
+struct region {
+    void               *buffer = nullptr;
+    size_t             length  = 0;
+    uct_mem_h          memh    = nullptr;
+    std::vector<char>  packed_rkey;
+};
+
+class uct_env {
+public:
+    uct_env();
+    ~uct_env();
+
+    /* Opens the atomicx iface on dev; config: UCX_ATOMICX_* without prefix.
+     * Returns false with *why set when the device does not exist. */
+    bool open(const std::string &dev,
+              const std::map<std::string, std::string> &config,
+              std::string *why);
+    void close();
+
+    void reg(region &r, size_t length);
+    void dereg(region &r);
+    uct_rkey_bundle_t unpack(const std::vector<char> &packed) const;
+    void release(uct_rkey_bundle_t &rkey) const;
+
+    uct_ep_h create_ep();
+    std::vector<char> ep_address(uct_ep_h ep) const;
+    std::vector<char> dev_address() const;
+    void connect(uct_ep_h ep, const std::vector<char> &dev_addr,
+                 const std::vector<char> &ep_addr);
+    /* Two endpoints of this iface connected to each other */
+    void loopback_pair(uct_ep_h *a, uct_ep_h *b);
+
+    unsigned progress();
+
+    /* Runs one op to completion and returns its status; fetched value in
+     * *result (fetch ops). size 4 or 8; op UCT_ATOMIC_OP_CSWAP uses compare. */
+    ucs_status_t run(uct_ep_h ep, uct_atomic_op_t op, unsigned size,
+                     bool fetch, uint64_t value, uint64_t compare,
+                     uint64_t remote_addr, uct_rkey_t rkey, uint64_t *result);
+
+    /* Starts one op (no wait): UCS_OK/UCS_INPROGRESS/UCS_ERR_NO_RESOURCE/.. */
+    ucs_status_t start(uct_ep_h ep, uct_atomic_op_t op, unsigned size,
+                       bool fetch, uint64_t value, uint64_t compare,
+                       uint64_t remote_addr, uct_rkey_t rkey, void *result,
+                       uct_completion_t *comp);
+
+    /* Flush ep (nullptr: iface) and wait; returns the flush status */
+    ucs_status_t flush(uct_ep_h ep);
+
+    void set_error_handler(uct_error_handler_t cb, void *arg);
+
+    uct_iface_h        iface     = nullptr;
+    uct_iface_attr_t   iface_attr;
+    uct_component_h    component = nullptr;
+    uct_md_h           md        = nullptr;
+
+private:
+    ucs_async_context_t *m_async  = nullptr;
+    uct_worker_h         m_worker = nullptr;
+    uct_component_h      *m_components = nullptr;
+    uct_error_handler_t  m_err_cb  = nullptr;
+    void                 *m_err_arg = nullptr;
+};
+
+/* Whole-buffer I/O over a pipe or socket; aborts the process on failure */
+void write_all(int fd, const void *buf, size_t len);
+void read_all(int fd, void *buf, size_t len);
+void write_blob(int fd, const std::vector<char> &blob);
+std::vector<char> read_blob(int fd);
+
+} // namespace atomicx_test
+
+#endif

@@ -1,0 +1,845 @@
+/**
+ * atomicx guest tests at the UCT level, against a real verbs device (rxe0
+ * in the soft-RoCE guest). Expected values come from a sequential reference
+ * on the target's memory, computed independently of the transport's code.
+ */
+
+#include "atomicx_test_uct.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <chrono>
+
+extern "C" int uct_atomicx_is_registered(void);
+
+using namespace atomicx_test;
+
+namespace {
+
+const char *op_name(uct_atomic_op_t op)
+{
+    switch (op) {
+    case UCT_ATOMIC_OP_ADD:   return "add";
+    case UCT_ATOMIC_OP_AND:   return "and";
+    case UCT_ATOMIC_OP_OR:    return "or";
+    case UCT_ATOMIC_OP_XOR:   return "xor";
+    case UCT_ATOMIC_OP_SWAP:  return "swap";
+    case UCT_ATOMIC_OP_CSWAP: return "cswap";
+    default:                  return "?";
+    }
+}
+
+template <typename T>
+T reference(uct_atomic_op_t op, T old, T value, T compare)
+{
+    switch (op) {
+    case UCT_ATOMIC_OP_ADD:   return (T)(old + value);
+    case UCT_ATOMIC_OP_AND:   return old & value;
+    case UCT_ATOMIC_OP_OR:    return old | value;
+    case UCT_ATOMIC_OP_XOR:   return old ^ value;
+    case UCT_ATOMIC_OP_SWAP:  return value;
+    case UCT_ATOMIC_OP_CSWAP: return (old == compare) ? value : old;
+    default:                  return old;
+    }
+}
+
+#define OPEN_OR_SKIP(_env, ...) \
+    do { \
+        std::string _why; \
+        ASSERT_EQ(1, uct_atomicx_is_registered()); \
+        if (!(_env).open(test_device(), __VA_ARGS__, &_why)) { \
+            if (device_required()) { \
+                FAIL() << _why; \
+            } \
+            GTEST_SKIP() << _why; \
+        } \
+    } while (0)
+
+} // namespace
+
+
+TEST(atomicx_uct, iface_caps)
+{
+    uct_env env;
+    OPEN_OR_SKIP(env, std::map<std::string, std::string>());
+
+    const uint64_t ops  = UCS_BIT(UCT_ATOMIC_OP_ADD) |
+                          UCS_BIT(UCT_ATOMIC_OP_AND) |
+                          UCS_BIT(UCT_ATOMIC_OP_OR) |
+                          UCS_BIT(UCT_ATOMIC_OP_XOR);
+    const uint64_t fops = ops | UCS_BIT(UCT_ATOMIC_OP_SWAP) |
+                          UCS_BIT(UCT_ATOMIC_OP_CSWAP);
+    const uct_iface_attr_t &attr = env.iface_attr;
+
+    EXPECT_TRUE(attr.cap.flags & UCT_IFACE_FLAG_ATOMIC_DEVICE);
+    EXPECT_FALSE(attr.cap.flags & UCT_IFACE_FLAG_ATOMIC_CPU);
+    EXPECT_TRUE(attr.cap.flags & UCT_IFACE_FLAG_PENDING);
+    EXPECT_TRUE(attr.cap.flags & UCT_IFACE_FLAG_CONNECT_TO_EP);
+    EXPECT_EQ(ops, attr.cap.atomic32.op_flags);
+    EXPECT_EQ(ops, attr.cap.atomic64.op_flags);
+    EXPECT_EQ(fops, attr.cap.atomic32.fop_flags);
+    EXPECT_EQ(fops, attr.cap.atomic64.fop_flags);
+    EXPECT_GT(attr.latency.c, 0);
+    EXPECT_GT(attr.overhead, 0);
+}
+
+
+/* (op, size, fetch) */
+typedef std::tuple<uct_atomic_op_t, unsigned, bool> op_param_t;
+
+class atomicx_uct_op : public ::testing::TestWithParam<op_param_t> {
+};
+
+/* Every op against the reference, on both halves of a word for 32-bit ops
+ * (the other half holds a guard that must survive). The CPU rewrites the
+ * word between ops so that CAS loops start from a wrong guess and retry. */
+TEST_P(atomicx_uct_op, against_reference)
+{
+    uct_atomic_op_t op = std::get<0>(GetParam());
+    unsigned size      = std::get<1>(GetParam());
+    bool fetch         = std::get<2>(GetParam());
+    uct_env env;
+    region mem;
+    uct_ep_h a, b;
+
+    OPEN_OR_SKIP(env, std::map<std::string, std::string>());
+    env.reg(mem, 64);
+    env.loopback_pair(&a, &b);
+    uct_rkey_bundle_t rkey = env.unpack(mem.packed_rkey);
+
+    std::mt19937_64 rng(size * 131 + op * 7 + fetch);
+    volatile uint64_t *words = (volatile uint64_t*)mem.buffer;
+    unsigned checked         = 0;
+
+    for (unsigned iter = 0; iter < 64; ++iter) {
+        unsigned offset = (size == 4) ? (iter & 1) * 4 : 0;
+        uint64_t initial = rng();
+        uint64_t value   = rng();
+        uint64_t compare;
+        uint8_t before[8], after[8], expected[8];
+
+        if (iter % 8 < 2) {
+            value = (size == 4) ? 0xffffffffull : ~0ull; /* carries, all-ones */
+        }
+        if (size == 4) {
+            value &= 0xffffffffull;
+        }
+
+        bool rewrite = (iter % 3 != 0);
+        if (rewrite || (iter == 0)) {
+            words[1] = initial; /* a wrong guess for the CAS loop */
+        }
+        memcpy(before, (const void*)&words[1], 8);
+
+        uint64_t old;
+        if (size == 4) {
+            uint32_t old32;
+            memcpy(&old32, before + offset, 4);
+            old = old32;
+        } else {
+            memcpy(&old, before, 8);
+        }
+        compare = (iter % 2) ? old : old ^ 1; /* hit and miss */
+
+        uint64_t result = 0xbadbadbadull;
+        uint64_t addr   = (uintptr_t)&words[1] + offset;
+        ucs_status_t status = env.run((iter & 2) ? a : b, op, size, fetch,
+                                      value, compare, addr, rkey.rkey,
+                                      &result);
+        ASSERT_EQ(UCS_OK, status) << ucs_status_string(status);
+
+        memcpy(after, (const void*)&words[1], 8);
+        memcpy(expected, before, 8);
+        if (size == 4) {
+            uint32_t n = reference<uint32_t>(op, (uint32_t)old,
+                                             (uint32_t)value,
+                                             (uint32_t)compare);
+            memcpy(expected + offset, &n, 4);
+        } else {
+            uint64_t n = reference<uint64_t>(op, old, value, compare);
+            memcpy(expected, &n, 8);
+        }
+
+        ASSERT_EQ(0, memcmp(expected, after, 8))
+                << op_name(op) << size * 8 << " offset " << offset
+                << std::hex << " old 0x" << old << " value 0x" << value;
+        if (fetch || (op == UCT_ATOMIC_OP_CSWAP)) {
+            ASSERT_EQ(old, result) << op_name(op) << size * 8;
+        }
+        /* The neighbour words are untouched */
+        ASSERT_EQ(0u, words[0]);
+        ASSERT_EQ(0u, words[2]);
+        ++checked;
+    }
+
+    EXPECT_EQ(64u, checked);
+    env.release(rkey);
+    uct_ep_destroy(a);
+    uct_ep_destroy(b);
+    env.dereg(mem);
+}
+
+static std::vector<op_param_t> op_params()
+{
+    std::vector<op_param_t> params;
+    for (unsigned size : {4u, 8u}) {
+        for (uct_atomic_op_t op : {UCT_ATOMIC_OP_ADD, UCT_ATOMIC_OP_AND,
+                                   UCT_ATOMIC_OP_OR, UCT_ATOMIC_OP_XOR}) {
+            params.push_back(op_param_t(op, size, false));
+            params.push_back(op_param_t(op, size, true));
+        }
+        params.push_back(op_param_t(UCT_ATOMIC_OP_SWAP, size, true));
+        params.push_back(op_param_t(UCT_ATOMIC_OP_CSWAP, size, true));
+    }
+    return params;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+        all, atomicx_uct_op, ::testing::ValuesIn(op_params()),
+        [](const ::testing::TestParamInfo<op_param_t> &info) {
+            return std::string(std::get<2>(info.param) ? "f" : "") +
+                   op_name(std::get<0>(info.param)) +
+                   std::to_string(std::get<1>(info.param) * 8);
+        });
+
+
+/* Fetch ops in flight (CAS loops among them), then a flush: when the flush
+ * completes, every op issued before it has completed, and the memory holds
+ * the effect of all of them */
+TEST(atomicx_uct, flush_with_emulated_ops_in_flight)
+{
+    const unsigned count = 96;
+    uct_env env;
+    region mem;
+    uct_ep_h a, b;
+
+    OPEN_OR_SKIP(env, std::map<std::string, std::string>());
+    env.reg(mem, 64);
+    env.loopback_pair(&a, &b);
+    uct_rkey_bundle_t rkey = env.unpack(mem.packed_rkey);
+    uint32_t *halves = (uint32_t*)mem.buffer;
+    uint64_t *words  = (uint64_t*)mem.buffer;
+
+    halves[1] = 0x5a5a5a5a; /* neighbour of the 32-bit counter */
+    std::vector<completion> comps(count);
+    std::vector<uint64_t> results(count);
+    unsigned started = 0, posts = 0, inprogress_flushes = 0;
+
+    for (unsigned i = 0; i < count; ++i) {
+        uct_ep_h ep = (i % 2) ? a : b;
+        ucs_status_t status;
+        do {
+            if (i % 3 == 0) {
+                /* 32-bit fetch-add: a CAS loop, contended by both eps */
+                status = env.start(ep, UCT_ATOMIC_OP_ADD, 4, true, 1, 0,
+                                   (uintptr_t)&halves[0], rkey.rkey,
+                                   &results[i], &comps[i].super);
+            } else if (i % 3 == 1) {
+                status = env.start(ep, UCT_ATOMIC_OP_XOR, 8, true, 1ull << i,
+                                   0, (uintptr_t)&words[1], rkey.rkey,
+                                   &results[i], &comps[i].super);
+            } else {
+                /* no-fetch 32-bit add: only flush tells when it is done */
+                status = env.start(ep, UCT_ATOMIC_OP_ADD, 4, false, 1, 0,
+                                   (uintptr_t)&halves[0], rkey.rkey,
+                                   nullptr, nullptr);
+                if (status == UCS_OK) {
+                    comps[i].done = true;
+                    ++posts;
+                }
+            }
+            if (status == UCS_ERR_NO_RESOURCE) {
+                env.progress();
+            }
+        } while (status == UCS_ERR_NO_RESOURCE);
+        ASSERT_TRUE((status == UCS_INPROGRESS) || (status == UCS_OK))
+                << ucs_status_string(status);
+        ++started;
+    }
+
+    /* Flush both without progressing first: the loops are in flight */
+    completion flush_a, flush_b;
+    ucs_status_t sa = uct_ep_flush(a, 0, &flush_a.super);
+    ucs_status_t sb = uct_ep_flush(b, 0, &flush_b.super);
+    inprogress_flushes = (sa == UCS_INPROGRESS) + (sb == UCS_INPROGRESS);
+    EXPECT_EQ(2u, inprogress_flushes) << "ops were still in flight";
+
+    auto all_done = [&](unsigned parity) {
+        for (unsigned i = 0; i < count; ++i) {
+            if (((i % 2) == parity) && !comps[i].done) {
+                return false;
+            }
+        }
+        return true;
+    };
+
+    while (!(flush_a.done && flush_b.done)) {
+        env.progress();
+        if (flush_a.done) {
+            ASSERT_TRUE(all_done(1)) << "ep a flushed before its ops";
+        }
+        if (flush_b.done) {
+            ASSERT_TRUE(all_done(0)) << "ep b flushed before its ops";
+        }
+    }
+    EXPECT_EQ(UCS_OK, flush_a.status);
+    EXPECT_EQ(UCS_OK, flush_b.status);
+
+    unsigned adds = 0;
+    uint64_t xor_all = 0;
+    std::set<uint64_t> fetched;
+    for (unsigned i = 0; i < count; ++i) {
+        if (i % 3 == 0) {
+            EXPECT_EQ(UCS_OK, comps[i].status);
+            fetched.insert(results[i]);
+        }
+        if (i % 3 != 1) {
+            ++adds;
+        } else {
+            xor_all ^= 1ull << i;
+        }
+    }
+    EXPECT_EQ(adds, halves[0]);
+    EXPECT_EQ(0x5a5a5a5au, halves[1]);
+    EXPECT_EQ(xor_all, words[1]);
+    /* Each fetch-add saw a distinct counter value */
+    EXPECT_EQ((size_t)(count + 2) / 3, fetched.size());
+    EXPECT_EQ(count, started);
+    EXPECT_GT(posts, 0u);
+
+    env.release(rkey);
+    uct_ep_destroy(a);
+    uct_ep_destroy(b);
+    env.dereg(mem);
+}
+
+
+/* A fence orders a native op after a CAS loop that needs retries */
+TEST(atomicx_uct, fence_orders_after_cas_loop)
+{
+    uct_env env;
+    region mem;
+    uct_ep_h a, b;
+
+    OPEN_OR_SKIP(env, std::map<std::string, std::string>());
+    env.reg(mem, 64);
+    env.loopback_pair(&a, &b);
+    uct_rkey_bundle_t rkey = env.unpack(mem.packed_rkey);
+    volatile uint64_t *word = (volatile uint64_t*)mem.buffer;
+
+    for (uint32_t i = 1; i <= 32; ++i) {
+        *word = 0x1111111100000000ull * i; /* the CAS loop's guess misses */
+
+        uint32_t swapped = 0;
+        uint64_t read    = 0;
+        completion c1, c2;
+        ucs_status_t status;
+
+        status = env.start(a, UCT_ATOMIC_OP_SWAP, 4, true, 0xabc00000 + i, 0,
+                           (uintptr_t)word, rkey.rkey, &swapped, &c1.super);
+        ASSERT_EQ(UCS_INPROGRESS, status);
+        ASSERT_EQ(UCS_OK, uct_ep_fence(a, 0));
+        do {
+            /* fetch-add 0: a native atomic read */
+            status = env.start(a, UCT_ATOMIC_OP_ADD, 8, true, 0, 0,
+                               (uintptr_t)word, rkey.rkey, &read, &c2.super);
+            if (status == UCS_ERR_NO_RESOURCE) {
+                env.progress();
+            }
+        } while (status == UCS_ERR_NO_RESOURCE);
+        ASSERT_EQ(UCS_INPROGRESS, status);
+        while (!c1.done || !c2.done) {
+            env.progress();
+        }
+
+        uint64_t expect = (0x1111111100000000ull * i) | (0xabc00000 + i);
+        EXPECT_EQ(expect, read) << "iteration " << i;
+        EXPECT_EQ(expect, *word);
+    }
+
+    env.release(rkey);
+    uct_ep_destroy(a);
+    uct_ep_destroy(b);
+    env.dereg(mem);
+}
+
+
+/* Pending queue: more ops than the send queue holds */
+TEST(atomicx_uct, pending_queue)
+{
+    uct_env env;
+    region mem;
+    uct_ep_h a, b;
+
+    OPEN_OR_SKIP(env, std::map<std::string, std::string>{{"TX_QUEUE_LEN", "4"}});
+    env.reg(mem, 64);
+    env.loopback_pair(&a, &b);
+    uct_rkey_bundle_t rkey = env.unpack(mem.packed_rkey);
+    uint64_t *word = (uint64_t*)mem.buffer;
+
+    struct req {
+        uct_pending_req_t super;
+        uct_env           *env;
+        uct_ep_h          ep;
+        uint64_t          addr;
+        uct_rkey_t        rkey;
+        int               *posted;
+    };
+
+    int posted = 0, busy = 0, queued = 0;
+    std::vector<req> reqs(64);
+    for (auto &r : reqs) {
+        r.env    = &env;
+        r.ep     = a;
+        r.addr   = (uintptr_t)word;
+        r.rkey   = rkey.rkey;
+        r.posted = &posted;
+        r.super.func = [](uct_pending_req_t *self) -> ucs_status_t {
+            req *r = ucs_container_of(self, req, super);
+            ucs_status_t s = uct_ep_atomic32_post(r->ep, UCT_ATOMIC_OP_ADD, 1,
+                                                  r->addr, r->rkey);
+            if (s == UCS_OK) {
+                ++*r->posted;
+            }
+            return s;
+        };
+    }
+
+    for (auto &r : reqs) {
+        ucs_status_t s = uct_ep_atomic32_post(a, UCT_ATOMIC_OP_ADD, 1,
+                                              (uintptr_t)word, rkey.rkey);
+        if (s == UCS_OK) {
+            ++posted;
+            continue;
+        }
+        ASSERT_EQ(UCS_ERR_NO_RESOURCE, s);
+        s = uct_ep_pending_add(a, &r.super, 0);
+        if (s == UCS_ERR_BUSY) {
+            ++busy;
+            s = uct_ep_atomic32_post(a, UCT_ATOMIC_OP_ADD, 1,
+                                     (uintptr_t)word, rkey.rkey);
+            ASSERT_EQ(UCS_OK, s);
+            ++posted;
+        } else {
+            ASSERT_EQ(UCS_OK, s);
+            ++queued;
+        }
+    }
+
+    EXPECT_GT(queued, 0) << "a 4-entry send queue must fill up";
+    ASSERT_EQ(UCS_OK, env.flush(a));
+    EXPECT_EQ(64, posted);
+    EXPECT_EQ(64u, *word);
+
+    env.release(rkey);
+    uct_ep_destroy(a);
+    uct_ep_destroy(b);
+    env.dereg(mem);
+}
+
+
+namespace {
+
+/* Target memory layout of the hammer test (three 8-byte words) */
+enum {
+    HAMMER_COUNTER = 0, /* lo: fadd64(+1) and fadd32(+1); hi: or64 bits */
+    HAMMER_SWAP    = 1, /* lo: swap32 chain; hi: cswap32 counter */
+    HAMMER_GUARD   = 2  /* untouched */
+};
+
+const unsigned hammer_iters = 150;
+
+struct hammer_result {
+    std::vector<uint64_t> fadd;   /* low halves seen by both fetch-adds */
+    std::vector<uint64_t> swapped;/* values fetched by swap32 */
+    uint32_t cswap_successes = 0;
+};
+
+/* One hammering process: connects to the target and runs mixed ops */
+int hammer_child(unsigned id, int to_parent, int from_parent)
+{
+    uct_env env;
+    std::string why;
+
+    if (!env.open(test_device(), {}, &why)) {
+        return 10;
+    }
+
+    uct_ep_h ep = env.create_ep();
+    write_blob(to_parent, env.dev_address());
+    write_blob(to_parent, env.ep_address(ep));
+    std::vector<char> dev_addr = read_blob(from_parent);
+    std::vector<char> ep_addr  = read_blob(from_parent);
+    std::vector<char> packed   = read_blob(from_parent);
+    uint64_t base;
+    read_all(from_parent, &base, sizeof(base));
+    env.connect(ep, dev_addr, ep_addr);
+    uct_rkey_bundle_t rkey = env.unpack(packed);
+
+    /* Start together */
+    char go;
+    write_all(to_parent, "r", 1);
+    read_all(from_parent, &go, 1);
+
+    uint64_t counter = base + 8 * HAMMER_COUNTER;
+    uint64_t swap    = base + 8 * HAMMER_SWAP;
+    std::vector<uint64_t> fadd, swapped;
+    uint32_t expected_hi = 0, successes = 0;
+
+    for (unsigned i = 0; i < hammer_iters; ++i) {
+        uint64_t r64 = 0;
+        uint32_t r32 = 0, rs = 0, rc = 0;
+        completion c[4];
+        ucs_status_t s[4];
+
+        /* four ops in flight at once, on two words */
+        s[0] = env.start(ep, UCT_ATOMIC_OP_ADD, 8, true, 1, 0, counter,
+                         rkey.rkey, &r64, &c[0].super);
+        s[1] = env.start(ep, UCT_ATOMIC_OP_ADD, 4, true, 1, 0, counter,
+                         rkey.rkey, &r32, &c[1].super);
+        s[2] = env.start(ep, UCT_ATOMIC_OP_OR, 8, false,
+                         1ull << (32 + id * 16 + (i % 16)), 0, counter,
+                         rkey.rkey, nullptr, nullptr);
+        s[3] = env.start(ep, UCT_ATOMIC_OP_SWAP, 4, true,
+                         ((id + 1) << 24) | i, 0, swap, rkey.rkey, &rs,
+                         &c[3].super);
+        for (int k = 0; k < 4; ++k) {
+            if ((s[k] != UCS_INPROGRESS) && (s[k] != UCS_OK)) {
+                fprintf(stderr, "hammer %u: op %d: %s\n", id, k,
+                        ucs_status_string(s[k]));
+                return 11;
+            }
+        }
+        while (!c[0].done || !c[1].done || !c[3].done) {
+            env.progress();
+        }
+        fadd.push_back((uint32_t)r64);
+        fadd.push_back(r32);
+        swapped.push_back(rs);
+
+        /* a CAS-based increment of the high half of the swap word */
+        for (;;) {
+            uint64_t res;
+            if (env.run(ep, UCT_ATOMIC_OP_CSWAP, 4, true, expected_hi + 1,
+                        expected_hi, swap + 4, rkey.rkey, &res) != UCS_OK) {
+                return 12;
+            }
+            rc = (uint32_t)res;
+            if (rc == expected_hi) {
+                ++successes;
+                expected_hi = rc + 1;
+                break;
+            }
+            expected_hi = rc;
+        }
+    }
+
+    if (env.flush(ep) != UCS_OK) {
+        return 13;
+    }
+
+    uint32_t n = fadd.size();
+    write_all(to_parent, &n, sizeof(n));
+    write_all(to_parent, fadd.data(), n * sizeof(uint64_t));
+    n = swapped.size();
+    write_all(to_parent, &n, sizeof(n));
+    write_all(to_parent, swapped.data(), n * sizeof(uint64_t));
+    write_all(to_parent, &successes, sizeof(successes));
+    read_all(from_parent, &go, 1); /* the target is done with us */
+
+    env.release(rkey);
+    uct_ep_destroy(ep);
+    return 0;
+}
+
+} // namespace
+
+
+/* Two processes hammer the same words with mixed native and emulated ops
+ * while the target does nothing; every fetched value and the final memory
+ * are checked */
+TEST(atomicx_uct, hammer_two_processes)
+{
+    const unsigned nprocs = 2;
+    uct_env env;
+    region mem;
+    std::vector<pid_t> pids;
+    std::vector<int> to_child, from_child;
+    std::vector<uct_ep_h> eps;
+
+    for (unsigned id = 0; id < nprocs; ++id) {
+        int p2c[2], c2p[2];
+        ASSERT_EQ(0, pipe(p2c));
+        ASSERT_EQ(0, pipe(c2p));
+        pid_t pid = fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            ::close(p2c[1]);
+            ::close(c2p[0]);
+            _exit(hammer_child(id, c2p[1], p2c[0]));
+        }
+        ::close(p2c[0]);
+        ::close(c2p[1]);
+        pids.push_back(pid);
+        to_child.push_back(p2c[1]);
+        from_child.push_back(c2p[0]);
+    }
+
+    /* Processes fork before any verbs resource exists in the parent */
+    OPEN_OR_SKIP(env, std::map<std::string, std::string>());
+    env.reg(mem, 64);
+    volatile uint32_t *halves = (volatile uint32_t*)mem.buffer;
+    volatile uint64_t *words  = (volatile uint64_t*)mem.buffer;
+    words[HAMMER_GUARD] = 0x0123456789abcdefull;
+    halves[2 * HAMMER_SWAP] = 0x77777777; /* the swap chain starts here */
+
+    for (unsigned id = 0; id < nprocs; ++id) {
+        std::vector<char> dev_addr = read_blob(from_child[id]);
+        std::vector<char> ep_addr  = read_blob(from_child[id]);
+        uct_ep_h ep = env.create_ep();
+        env.connect(ep, dev_addr, ep_addr);
+        eps.push_back(ep);
+        write_blob(to_child[id], env.dev_address());
+        write_blob(to_child[id], env.ep_address(ep));
+        write_blob(to_child[id], mem.packed_rkey);
+        uint64_t base = (uintptr_t)mem.buffer;
+        write_all(to_child[id], &base, sizeof(base));
+    }
+
+    char c;
+    for (unsigned id = 0; id < nprocs; ++id) {
+        read_all(from_child[id], &c, 1);
+    }
+    for (unsigned id = 0; id < nprocs; ++id) {
+        write_all(to_child[id], "g", 1);
+    }
+
+    /* The target does not progress: it only waits for the results */
+    std::vector<uint64_t> fadd_all, swapped_all;
+    uint32_t cswap_total = 0;
+    for (unsigned id = 0; id < nprocs; ++id) {
+        uint32_t n, successes;
+        read_all(from_child[id], &n, sizeof(n));
+        std::vector<uint64_t> v(n);
+        read_all(from_child[id], v.data(), n * sizeof(uint64_t));
+        fadd_all.insert(fadd_all.end(), v.begin(), v.end());
+        read_all(from_child[id], &n, sizeof(n));
+        v.resize(n);
+        read_all(from_child[id], v.data(), n * sizeof(uint64_t));
+        swapped_all.insert(swapped_all.end(), v.begin(), v.end());
+        read_all(from_child[id], &successes, sizeof(successes));
+        cswap_total += successes;
+    }
+
+    for (unsigned id = 0; id < nprocs; ++id) {
+        write_all(to_child[id], "d", 1);
+        int status;
+        ASSERT_EQ(pids[id], waitpid(pids[id], &status, 0));
+        EXPECT_TRUE(WIFEXITED(status) && (WEXITSTATUS(status) == 0))
+                << "hammer process " << id << " status " << status;
+        ::close(to_child[id]);
+        ::close(from_child[id]);
+    }
+
+    const unsigned total = nprocs * hammer_iters;
+
+    /* Counter: both fetch-adds (native 64-bit, emulated 32-bit) on the low
+     * half; each fetched a distinct value, 0..2*total-1 */
+    std::sort(fadd_all.begin(), fadd_all.end());
+    ASSERT_EQ(2 * total, fadd_all.size());
+    for (unsigned i = 0; i < 2 * total; ++i) {
+        ASSERT_EQ(i, fadd_all[i]) << "fetch-add values not a permutation";
+    }
+    EXPECT_EQ(2 * total, halves[2 * HAMMER_COUNTER]);
+    /* OR64 bits 32..63 all set (16 per process), low half unaffected */
+    EXPECT_EQ(0xffffffffu, halves[2 * HAMMER_COUNTER + 1]);
+
+    /* Swap chain: every value swapped in was fetched by exactly one later
+     * swap, except the one left in memory; the initial value was fetched */
+    std::multiset<uint64_t> seen(swapped_all.begin(), swapped_all.end());
+    seen.insert(halves[2 * HAMMER_SWAP]);
+    std::multiset<uint64_t> written;
+    written.insert(0x77777777);
+    for (unsigned id = 0; id < nprocs; ++id) {
+        for (unsigned i = 0; i < hammer_iters; ++i) {
+            written.insert(((id + 1) << 24) | i);
+        }
+    }
+    EXPECT_TRUE(seen == written) << "swap32 chain broken";
+
+    /* CAS counter on the neighbouring half */
+    EXPECT_EQ(total, cswap_total);
+    EXPECT_EQ(total, halves[2 * HAMMER_SWAP + 1]);
+    EXPECT_EQ(0x0123456789abcdefull, words[HAMMER_GUARD]);
+
+    for (uct_ep_h ep : eps) {
+        uct_ep_destroy(ep);
+    }
+    env.dereg(mem);
+}
+
+
+namespace {
+
+struct err_ctx {
+    unsigned     calls = 0;
+    ucs_status_t status = UCS_OK;
+    uct_ep_h     ep = nullptr;
+};
+
+ucs_status_t count_ep_errors(void *arg, uct_ep_h ep, ucs_status_t status)
+{
+    err_ctx *ctx = static_cast<err_ctx*>(arg);
+    ++ctx->calls;
+    ctx->status = status;
+    ctx->ep     = ep;
+    return UCS_OK;
+}
+
+/* A target that exposes memory, then dies without cleaning up */
+int doomed_target(int to_parent, int from_parent)
+{
+    uct_env env;
+    region mem;
+    std::string why;
+
+    if (!env.open(test_device(), {}, &why)) {
+        return 10;
+    }
+    env.reg(mem, 64);
+    uct_ep_h ep = env.create_ep();
+    write_blob(to_parent, env.dev_address());
+    write_blob(to_parent, env.ep_address(ep));
+    write_blob(to_parent, mem.packed_rkey);
+    uint64_t base = (uintptr_t)mem.buffer;
+    write_all(to_parent, &base, sizeof(base));
+    std::vector<char> dev_addr = read_blob(from_parent);
+    std::vector<char> ep_addr  = read_blob(from_parent);
+    env.connect(ep, dev_addr, ep_addr);
+    write_all(to_parent, "c", 1);
+
+    char die;
+    read_all(from_parent, &die, 1);
+    _exit(0); /* no cleanup: the kernel destroys the QP */
+}
+
+} // namespace
+
+
+/* The peer dies mid-stream: every outstanding op completes with an error,
+ * flush does not hang, the error handler reports the endpoint once */
+TEST(atomicx_uct, peer_destroyed_mid_stream)
+{
+    uct_env env;
+    err_ctx errors;
+
+    int p2c[2], c2p[2];
+    ASSERT_EQ(0, pipe(p2c));
+    ASSERT_EQ(0, pipe(c2p));
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        ::close(p2c[1]);
+        ::close(c2p[0]);
+        _exit(doomed_target(c2p[1], p2c[0]));
+    }
+    ::close(p2c[0]);
+    ::close(c2p[1]);
+
+    /* Forked before any verbs resource exists in this process */
+    env.set_error_handler(count_ep_errors, &errors);
+    OPEN_OR_SKIP(env, std::map<std::string, std::string>{{"TIMEOUT", "20ms"},
+                                                       {"RETRY_COUNT", "1"}});
+
+    std::vector<char> dev_addr = read_blob(c2p[0]);
+    std::vector<char> ep_addr  = read_blob(c2p[0]);
+    std::vector<char> packed   = read_blob(c2p[0]);
+    uint64_t base;
+    read_all(c2p[0], &base, sizeof(base));
+    uct_ep_h ep = env.create_ep();
+    env.connect(ep, dev_addr, ep_addr);
+    write_blob(p2c[1], env.dev_address());
+    write_blob(p2c[1], env.ep_address(ep));
+    char c;
+    read_all(c2p[0], &c, 1);
+    uct_rkey_bundle_t rkey = env.unpack(packed);
+
+    /* The stream works while the peer lives */
+    for (uint64_t i = 0; i < 20; ++i) {
+        uint64_t result;
+        ASSERT_EQ(UCS_OK, env.run(ep, (i % 2) ? UCT_ATOMIC_OP_ADD :
+                                                UCT_ATOMIC_OP_XOR,
+                                  (i % 4 < 2) ? 8 : 4, true, 1, 0, base,
+                                  rkey.rkey, &result));
+    }
+
+    write_all(p2c[1], "x", 1);
+    int wstatus;
+    ASSERT_EQ(pid, waitpid(pid, &wstatus, 0));
+
+    /* Mid-stream: ops already in flight when the peer's QP is gone */
+    const unsigned count = 40;
+    std::vector<completion> comps(count);
+    std::vector<uint64_t> results(count);
+    unsigned started = 0;
+    for (unsigned i = 0; i < count; ++i) {
+        ucs_status_t s = env.start(ep, (i % 2) ? UCT_ATOMIC_OP_ADD :
+                                                 UCT_ATOMIC_OP_OR,
+                                   (i % 3) ? 4 : 8, true, 1, 0, base + 8,
+                                   rkey.rkey, &results[i], &comps[i].super);
+        if (s == UCS_INPROGRESS) {
+            ++started;
+        } else {
+            comps[i].done   = true;
+            comps[i].status = s;
+        }
+    }
+    EXPECT_GT(started, 0u);
+
+    completion flush_comp;
+    ucs_status_t fs = uct_ep_flush(ep, 0, &flush_comp.super);
+    auto deadline = std::chrono::steady_clock::now() +
+                    std::chrono::seconds(120);
+    auto all_done = [&]() {
+        for (auto &cm : comps) {
+            if (!cm.done) {
+                return false;
+            }
+        }
+        return (fs != UCS_INPROGRESS) || flush_comp.done;
+    };
+    while (!all_done() && (std::chrono::steady_clock::now() < deadline)) {
+        env.progress();
+    }
+    ASSERT_TRUE(all_done()) << "ops or flush hung after the peer died";
+
+    unsigned failed = 0;
+    for (auto &cm : comps) {
+        failed += (cm.status != UCS_OK);
+    }
+    EXPECT_EQ(count, failed) << "no op can succeed against a dead peer";
+    if (fs == UCS_INPROGRESS) {
+        EXPECT_NE(UCS_OK, flush_comp.status);
+    }
+    EXPECT_EQ(1u, errors.calls);
+    EXPECT_EQ(ep, errors.ep);
+    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, errors.status);
+
+    /* The endpoint stays failed */
+    uint64_t r;
+    EXPECT_NE(UCS_OK, env.run(ep, UCT_ATOMIC_OP_ADD, 8, true, 1, 0, base,
+                              rkey.rkey, &r));
+    EXPECT_NE(UCS_OK, env.flush(ep));
+
+    env.release(rkey);
+    uct_ep_destroy(ep);
+    ::close(p2c[1]);
+    ::close(c2p[0]);
+}
