@@ -113,6 +113,24 @@ static void fiatomic_cpu_apply32(fiatomic_h fia, int datatype,
     fiatomic_cpu_lock(fia, ptr, false);
 }
 
+void fiatomic_clear_padding(int datatype, void *value)
+{
+    uint8_t *p = value;
+
+    switch (datatype) {
+    case FI_LONG_DOUBLE_COMPLEX:
+        memset(p + 16 + FIATOMIC_X87_VALUE_BYTES, 0,
+               16 - FIATOMIC_X87_VALUE_BYTES);
+        memset(p + FIATOMIC_X87_VALUE_BYTES, 0, 16 - FIATOMIC_X87_VALUE_BYTES);
+        break;
+    case FI_LONG_DOUBLE:
+        memset(p + FIATOMIC_X87_VALUE_BYTES, 0, 16 - FIATOMIC_X87_VALUE_BYTES);
+        break;
+    default:
+        break;
+    }
+}
+
 bool fiatomic_cpu_has_size(size_t size)
 {
     return (size == 1) || (size == 2) || (size == 4) || (size == 8) ||

@@ -349,11 +349,13 @@ size_t fiatomic_target_start(fiatomic_req_t *req, size_t first, size_t count)
     if (req->op != FI_ATOMIC_READ) {
         for (i = 0; i < n; ++i, p += size) {
             memcpy(p, elems[i].operand, size);
+            fiatomic_clear_padding(req->datatype, p);
         }
     }
     if (req->family == FIATOMIC_FAMILY_COMPARE) {
         for (i = 0; i < n; ++i, p += size) {
             memcpy(p, elems[i].compare, size);
+            fiatomic_clear_padding(req->datatype, p);
         }
     }
     msg->length = p - msg->buffer;

@@ -299,6 +299,9 @@ size_t fiatomic_target_start(fiatomic_req_t *req, size_t first,
 void fiatomic_target_ep_fail(fiatomic_ep_h ep, ucs_status_t status);
 
 /* fiatomic_cpu.c: one element with CPU atomics in place */
+/** Zero the padding bytes of an x87 long double (complex) value: whatever
+ *  the caller's stack held there is not sent anywhere. */
+void fiatomic_clear_padding(int datatype, void *value);
 bool fiatomic_cpu_has_size(size_t size);
 void fiatomic_cpu_apply(fiatomic_h fia, int datatype,
                         fiatomic_combine_fn_t combine, void *ptr,
