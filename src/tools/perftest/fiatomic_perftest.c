@@ -1,0 +1,312 @@
+/**
+ * fiatomic_perftest: latency and message rate of libfiatomic's calls
+ * between two processes, like ucx_perftest:
+ *   fiatomic_perftest --server [-p PORT]        the target
+ *   fiatomic_perftest HOST [-p PORT] [options]  the initiator
+ *   fiatomic_perftest [options]                 loopback: starts its own
+ *                                               target process
+ * and a matrix mode that verifies and times every supported cell per
+ * transport. See usage() and docs/performance.md.
+ */
+#define _GNU_SOURCE /* sched_setaffinity */
+#include "perftest.h"
+#include "fiatomic_ref.h"
+
+#include <getopt.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+enum {
+    PERF_OPT_SERVE_FD = 256,
+    PERF_OPT_CPU,
+    PERF_OPT_MATRIX,
+    PERF_OPT_TRANSPORTS,
+    PERF_OPT_STRATEGY,
+    PERF_OPT_VERIFY,
+    PERF_OPT_NO_VERIFY,
+    PERF_OPT_VERIFY_COUNT,
+    PERF_OPT_BASELINE,
+    PERF_OPT_CSV,
+    PERF_OPT_PIN,
+    PERF_OPT_GOALS,
+    PERF_OPT_PROGRESS
+};
+
+static void usage(void)
+{
+    printf(
+"Usage: fiatomic_perftest [HOST] [options]\n"
+"  Latency and message rate of libfiatomic calls between two processes.\n"
+"  Without HOST and --server it runs in loopback mode: it starts its own\n"
+"  target process (same environment: UCX_TLS, FIATOMIC_STRATEGY).\n"
+"\n"
+"Roles:\n"
+"  --server            be the target; serve one initiator, then exit\n"
+"  HOST                be the initiator of a target at HOST\n"
+"  -p, --port PORT     control port (default %d)\n"
+"\n"
+"What to run (single-cell mode):\n"
+"  -f, --family F      base | fetch | compare (default fetch)\n"
+"  -o, --op OP         FI_SUM, sum, cswap_le, ... (default FI_SUM)\n"
+"  -d, --datatype DT   FI_UINT64, u64, f32, ... (default FI_UINT64)\n"
+"  -c, --count N       elements per call (default 1)\n"
+"  -W, --window N      calls in flight (default 1 = latency test)\n"
+"  -n, --iters N       timed calls (default 10000)\n"
+"  -w, --warmup N      untimed calls first (default 1000)\n"
+"  --strategy S        set FIATOMIC_STRATEGY=auto|native|cas|direct\n"
+"  --baseline ucp      also time raw ucp_atomic_op_nbx (cells UCP has)\n"
+"  --baseline libfabric  also time libfabric's shm or tcp;ofi_rxm\n"
+"  --verify / --no-verify  check results against the reference model\n"
+"                      (default: on in matrix mode, off otherwise)\n"
+"  --verify-count N    elements per verification call (default 8)\n"
+"\n"
+"Modes:\n"
+"  --matrix            every supported cell, one table per transport\n"
+"  --transports LIST   matrix/goals transports (default posix,tcp)\n"
+"  --goals             measure and judge the goals of issue 5\n"
+"\n"
+"Output:\n"
+"  --csv               CSV instead of tables\n"
+"  --progress          progress lines on stderr (matrix)\n"
+"  --pin C,S           pin initiator to CPU C and the target to CPU S\n",
+    PERF_DEFAULT_PORT);
+}
+
+/* "FI_SUM", "SUM", "sum" all name FI_SUM. */
+static int perf_parse_name(const char *arg, int last,
+                           const char *(*fi_name)(int),
+                           const char *(*short_name)(int))
+{
+    const char *name;
+    int i;
+
+    for (i = 0; i < last; ++i) {
+        name = fi_name(i);
+        if ((name != NULL) &&
+            (!strcasecmp(arg, name) || !strcasecmp(arg, name + 3))) {
+            return i;
+        }
+        name = short_name(i);
+        if ((name != NULL) && !strcasecmp(arg, name)) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+static int perf_parse_family(const char *arg)
+{
+    int f;
+
+    for (f = 0; f < FIATOMIC_FAMILY_LAST; ++f) {
+        if (!strcasecmp(arg, fiatomic_family_name(f))) {
+            return f;
+        }
+    }
+    return -1;
+}
+
+static int perf_parse_list(char *arg, perf_opts_t *o)
+{
+    char *tok, *save = NULL;
+
+    o->num_transports = 0;
+    for (tok = strtok_r(arg, ",", &save); tok != NULL;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (o->num_transports == PERF_MAX_TRANSPORTS) {
+            return -1;
+        }
+        o->transports[o->num_transports++] = tok;
+    }
+    return o->num_transports ? 0 : -1;
+}
+
+static void perf_pin(int cpu)
+{
+    cpu_set_t set;
+
+    if (cpu < 0) {
+        return;
+    }
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof(set), &set)) {
+        perror(PERF_NAME ": sched_setaffinity");
+    }
+}
+
+static int perf_server_listen(int port)
+{
+    int lfd, fd, ret;
+
+    lfd = perf_ctl_listen(port);
+    if (lfd < 0) {
+        return 1;
+    }
+    printf("Waiting for connection on port %d...\n", port);
+    fflush(stdout);
+    fd = perf_ctl_accept(lfd);
+    close(lfd);
+    if (fd < 0) {
+        return 1;
+    }
+    ret = perf_server_run(fd);
+    close(fd);
+    return ret;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"server",       no_argument,       NULL, 's'},
+        {"port",         required_argument, NULL, 'p'},
+        {"family",       required_argument, NULL, 'f'},
+        {"op",           required_argument, NULL, 'o'},
+        {"datatype",     required_argument, NULL, 'd'},
+        {"count",        required_argument, NULL, 'c'},
+        {"window",       required_argument, NULL, 'W'},
+        {"iters",        required_argument, NULL, 'n'},
+        {"warmup",       required_argument, NULL, 'w'},
+        {"help",         no_argument,       NULL, 'h'},
+        {"serve-fd",     required_argument, NULL, PERF_OPT_SERVE_FD},
+        {"cpu",          required_argument, NULL, PERF_OPT_CPU},
+        {"matrix",       no_argument,       NULL, PERF_OPT_MATRIX},
+        {"transports",   required_argument, NULL, PERF_OPT_TRANSPORTS},
+        {"strategy",     required_argument, NULL, PERF_OPT_STRATEGY},
+        {"verify",       no_argument,       NULL, PERF_OPT_VERIFY},
+        {"no-verify",    no_argument,       NULL, PERF_OPT_NO_VERIFY},
+        {"verify-count", required_argument, NULL, PERF_OPT_VERIFY_COUNT},
+        {"baseline",     required_argument, NULL, PERF_OPT_BASELINE},
+        {"csv",          no_argument,       NULL, PERF_OPT_CSV},
+        {"pin",          required_argument, NULL, PERF_OPT_PIN},
+        {"goals",        no_argument,       NULL, PERF_OPT_GOALS},
+        {"progress",     no_argument,       NULL, PERF_OPT_PROGRESS},
+        {NULL, 0, NULL, 0}
+    };
+    char default_tls[] = "posix,tcp";
+    int server = 0, serve_fd = -1, matrix = 0, goals = 0, verify = -1;
+    perf_opts_t o;
+    int opt, ret;
+
+    memset(&o, 0, sizeof(o));
+    o.port                 = PERF_DEFAULT_PORT;
+    o.params.cell.family   = FIATOMIC_FAMILY_FETCH;
+    o.params.cell.op       = FI_SUM;
+    o.params.cell.datatype = FI_UINT64;
+    o.params.count         = 1;
+    o.params.window        = 1;
+    o.params.iters         = 10000;
+    o.params.warmup        = 1000;
+    o.verify_count         = 8;
+    o.cpu_client           = -1;
+    o.cpu_server           = -1;
+    o.self_exe             = "/proc/self/exe";
+    perf_parse_list(default_tls, &o);
+
+    while ((opt = getopt_long(argc, argv, "sp:f:o:d:c:W:n:w:h", options,
+                              NULL)) != -1) {
+        switch (opt) {
+        case 's': server = 1; break;
+        case 'p': o.port = atoi(optarg); break;
+        case 'f':
+            o.params.cell.family = perf_parse_family(optarg);
+            break;
+        case 'o':
+            o.params.cell.op = perf_parse_name(optarg, FI_ATOMIC_OP_LAST,
+                                               fiatomic_ref_op_name,
+                                               fiatomic_ref_op_short_name);
+            break;
+        case 'd':
+            o.params.cell.datatype =
+                perf_parse_name(optarg, FIATOMIC_REF_DATATYPE_COUNT,
+                                fiatomic_ref_datatype_name,
+                                fiatomic_ref_datatype_short_name);
+            break;
+        case 'c': o.params.count  = strtoul(optarg, NULL, 0); break;
+        case 'W': o.params.window = strtoul(optarg, NULL, 0); break;
+        case 'n': o.params.iters  = strtoul(optarg, NULL, 0); break;
+        case 'w': o.params.warmup = strtoul(optarg, NULL, 0); break;
+        case PERF_OPT_SERVE_FD: serve_fd = atoi(optarg); break;
+        case PERF_OPT_CPU: o.cpu_server = atoi(optarg); break;
+        case PERF_OPT_MATRIX: matrix = 1; break;
+        case PERF_OPT_TRANSPORTS:
+            if (perf_parse_list(optarg, &o)) {
+                usage();
+                return 2;
+            }
+            break;
+        case PERF_OPT_STRATEGY: o.strategy = optarg; break;
+        case PERF_OPT_VERIFY: verify = 1; break;
+        case PERF_OPT_NO_VERIFY: verify = 0; break;
+        case PERF_OPT_VERIFY_COUNT:
+            o.verify_count = strtoul(optarg, NULL, 0);
+            break;
+        case PERF_OPT_BASELINE:
+            if (!strcasecmp(optarg, "ucp")) {
+                o.baseline_ucp = 1;
+            } else if (!strcasecmp(optarg, "libfabric") ||
+                       !strcasecmp(optarg, "ofi")) {
+                if (!perf_drv_ofi_available()) {
+                    fprintf(stderr, PERF_NAME ": built without libfabric "
+                            "(configure --with-libfabric)\n");
+                    return 2;
+                }
+                o.baseline_ofi = 1;
+            } else {
+                usage();
+                return 2;
+            }
+            break;
+        case PERF_OPT_CSV: o.fmt = PERF_FMT_CSV; break;
+        case PERF_OPT_PIN:
+            if (sscanf(optarg, "%d,%d", &o.cpu_client, &o.cpu_server) != 2) {
+                usage();
+                return 2;
+            }
+            break;
+        case PERF_OPT_GOALS: goals = 1; break;
+        case PERF_OPT_PROGRESS: o.progress = 1; break;
+        case 'h': usage(); return 0;
+        default:  usage(); return 2;
+        }
+    }
+
+    if (serve_fd >= 0) { /* the target of a loopback run */
+        perf_pin(o.cpu_server);
+        return perf_server_run(serve_fd);
+    }
+
+    if ((o.params.cell.family < 0) || (o.params.cell.op < 0) ||
+        (o.params.cell.datatype < 0) || (o.params.count == 0) ||
+        (o.params.window == 0) || (o.params.iters == 0) ||
+        (o.verify_count == 0) || (optind + 1 < argc)) {
+        usage();
+        return 2;
+    }
+    if (optind < argc) {
+        o.host = argv[optind];
+    }
+    if (o.strategy != NULL) {
+        setenv("FIATOMIC_STRATEGY", o.strategy, 1);
+    }
+
+    if (server) {
+        return perf_server_listen(o.port);
+    }
+
+    perf_pin(o.cpu_client);
+    perf_time_init();
+    o.verify = (verify >= 0) ? verify : matrix;
+
+    if (goals) {
+        ret = perf_goals_run(&o);
+    } else if (matrix) {
+        ret = perf_matrix_run(&o);
+    } else {
+        ret = perf_single_run(&o);
+    }
+    return (ret == 0) ? 0 : 1;
+}

@@ -1,0 +1,319 @@
+/**
+ * fiatomic_perftest: shared types of the benchmark. One file per job:
+ *   perftest_ctl.c      control channel (bootstrap and target access)
+ *   perftest_node.c     UCP context, worker and fiatomic context
+ *   perftest_server.c   the target process
+ *   perftest_session.c  the initiator's connection to a target (+ loopback)
+ *   perftest_values.c   operand/target values per datatype
+ *   perftest_verify.c   one cell checked against the reference model
+ *   perftest_drv_*.c    how a call is posted: fiatomic, raw UCP, libfabric
+ *   perftest_measure.c  latency and rate loops, statistics
+ *   perftest_report.c   ucx_perftest-style output, tables and CSV
+ *   perftest_matrix.c   sweep over every supported cell
+ *   perftest_goals.c    the goals of issue 5, measured and judged
+ */
+#ifndef FIATOMIC_PERFTEST_H_
+#define FIATOMIC_PERFTEST_H_
+
+#include "fiatomic.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define PERF_NAME              "fiatomic_perftest"
+#define PERF_DEFAULT_PORT      13338
+#define PERF_MAX_ELEM_SIZE     32
+/* Target memory: big enough for the largest window x count x element. */
+#define PERF_REGION_SIZE       (16u << 20)
+#define PERF_UCP_REGION_SIZE   (1u << 20)
+#define PERF_SLOT_ALIGN        64  /* slots on separate cache lines */
+
+/* Regions of the target the control channel can read and write. */
+typedef enum {
+    PERF_REGION_FIATOMIC = 0, /* exposed by fiatomic (ALLOCATE) */
+    PERF_REGION_UCP      = 1, /* raw ucp_mem_map for the UCP baseline */
+    PERF_REGION_OFI      = 2, /* registered with libfabric */
+    PERF_REGION_LAST
+} perf_region_t;
+
+typedef struct perf_cell {
+    int family;   /* fiatomic_family_t */
+    int op;       /* enum fi_op */
+    int datatype; /* enum fi_datatype */
+} perf_cell_t;
+
+/* What is measured for one cell. */
+typedef struct perf_params {
+    perf_cell_t cell;
+    size_t      count;    /* elements per call */
+    unsigned    window;   /* calls in flight; 1 = latency test */
+    size_t      iters;
+    size_t      warmup;
+} perf_params_t;
+
+typedef struct perf_result {
+    size_t iters;
+    double lat_avg;    /* us per call; with window > 1 the inverse rate */
+    double lat_median; /* us, post to completion of each call */
+    double lat_min;
+    double lat_p90;
+    double lat_p99;
+    double lat_max;
+    double rate;       /* calls per second */
+} perf_result_t;
+
+
+/* ------------------------------------------------------------------------ */
+/* Control channel (perftest_ctl.c): length-prefixed messages over a stream
+ * socket; the target's memory is read and written by the target's CPU, so
+ * verification does not depend on the library under test. */
+
+enum {
+    PERF_CMD_WRITE = 1, /* payload -> region at offset; reply empty */
+    PERF_CMD_READ,      /* reply: length bytes of region at offset */
+    PERF_CMD_RSS,       /* reply: uint64_t resident set size, bytes */
+    PERF_CMD_OFI_OPEN,  /* payload: provider name; reply: ofi target info */
+    PERF_CMD_OFI_CLOSE,
+    PERF_CMD_QUIT
+};
+
+typedef struct perf_msg_hdr {
+    uint32_t cmd;
+    uint32_t region;
+    uint64_t offset;
+    uint64_t length;   /* READ: bytes wanted; others: payload bytes */
+} perf_msg_hdr_t;
+
+int perf_ctl_write_all(int fd, const void *buf, size_t len);
+int perf_ctl_read_all(int fd, void *buf, size_t len);
+int perf_ctl_send_blob(int fd, const void *buf, size_t len);
+/** malloc'ed blob (free it), NULL on error. */
+void *perf_ctl_recv_blob(int fd, size_t *len_p);
+int perf_ctl_listen(int port);
+int perf_ctl_accept(int listen_fd);
+int perf_ctl_connect(const char *host, int port);
+
+
+/* ------------------------------------------------------------------------ */
+/* UCP node (perftest_node.c)                                                */
+
+typedef struct perf_node {
+    ucp_context_h context;
+    ucp_worker_h  worker;
+    fiatomic_h    fia;
+} perf_node_t;
+
+int perf_node_init(perf_node_t *node);
+void perf_node_cleanup(perf_node_t *node);
+/** RSS of this process in bytes (from /proc/self/statm). */
+uint64_t perf_rss_bytes(void);
+
+
+/* ------------------------------------------------------------------------ */
+/* Target side (perftest_server.c)                                           */
+
+/** Serve one initiator on a connected control socket until it quits. */
+int perf_server_run(int ctl_fd);
+
+
+/* ------------------------------------------------------------------------ */
+/* Initiator session (perftest_session.c)                                    */
+
+typedef struct perf_session {
+    int           ctl_fd;
+    int           server_pid;   /* loopback child, or -1 */
+    perf_node_t   node;
+    ucp_ep_h      ucp_ep;
+    fiatomic_ep_h ep;
+    uint64_t      key;          /* fiatomic key of the target region */
+    uint64_t      base;         /* its remote address */
+    ucp_rkey_h    ucp_rkey;     /* raw UCP key of the baseline region */
+    uint64_t      ucp_base;
+    const char    *transport;   /* UCX_TLS of the session, for reports */
+    struct perf_ofi_client *ofi; /* libfabric baseline, opened on demand */
+} perf_session_t;
+
+/** Loopback: start a target process with this environment and connect.
+ *  cpu_server >= 0 pins it. */
+int perf_session_loopback(perf_session_t *s, const char *self_exe,
+                          int cpu_server);
+/** Connect to a running `fiatomic_perftest --server`. */
+int perf_session_connect(perf_session_t *s, const char *host, int port);
+void perf_session_close(perf_session_t *s);
+
+/** Target memory through the control channel (target CPU, not UCX). */
+int perf_session_write(perf_session_t *s, perf_region_t region,
+                       uint64_t offset, const void *buf, size_t len);
+int perf_session_read(perf_session_t *s, perf_region_t region,
+                      uint64_t offset, void *buf, size_t len);
+int perf_session_server_rss(perf_session_t *s, uint64_t *rss_p);
+
+/** Progress until a fiatomic request completes; frees it. */
+ucs_status_t perf_session_wait(perf_session_t *s, ucs_status_ptr_t sptr);
+ucs_status_t perf_session_flush(perf_session_t *s);
+
+
+/* ------------------------------------------------------------------------ */
+/* Values (perftest_values.c)                                                */
+
+/** Element value number `seed` of a datatype: integers, signed zeros,
+ *  NaN, infinities, complex pairs. Writes fiatomic_ref_datatype_size()
+ *  bytes (padding of long double zeroed). */
+void perf_value(int datatype, unsigned seed, void *out);
+/** Operands for the timed loops: keep the target stable or bounded. */
+void perf_bench_operand(const perf_cell_t *cell, void *operand,
+                        void *compare);
+
+
+/* ------------------------------------------------------------------------ */
+/* Verification (perftest_verify.c)                                          */
+
+/** Check a cell against fiatomic_ref with several calls of `count`
+ *  elements. 0 = ok; -1 = mismatch (described in msg); -2 = an error
+ *  status from the library (in msg). */
+int perf_verify_cell(perf_session_t *s, const perf_cell_t *cell,
+                     size_t count, char *msg, size_t max);
+
+
+/* ------------------------------------------------------------------------ */
+/* Drivers: the same loops time fiatomic, raw UCP and libfabric.             */
+
+typedef struct perf_driver perf_driver_t;
+struct perf_driver {
+    const char *name;
+    void       *arg;
+    /** Post the call of slot `slot`. delivery: the call completes only when
+     *  done at the target. *req_p = NULL when it completed in place. */
+    ucs_status_t (*post)(void *arg, unsigned slot, int delivery,
+                         void **req_p);
+    /** UCS_INPROGRESS, or the final status (the request is released). */
+    ucs_status_t (*test)(void *arg, void *req);
+    void         (*progress)(void *arg);
+    /** Complete everything posted (blocking). */
+    ucs_status_t (*flush)(void *arg);
+    void         (*cleanup)(void *arg);
+};
+
+/* perftest_drv_fia.c */
+int perf_drv_fia_init(perf_driver_t *drv, perf_session_t *s,
+                      const perf_params_t *p);
+/* perftest_drv_ucp.c: 0, or -1 when UCP has no such operation */
+int perf_drv_ucp_has(const perf_cell_t *cell);
+int perf_drv_ucp_init(perf_driver_t *drv, perf_session_t *s,
+                      const perf_params_t *p);
+/* perftest_drv_ofi.c */
+int perf_drv_ofi_available(void);
+int perf_drv_ofi_init(perf_driver_t *drv, perf_session_t *s,
+                      const perf_params_t *p, const char *provider);
+/** libfabric provider that corresponds to a UCX transport, NULL if none. */
+const char *perf_drv_ofi_provider_for(const char *transport);
+/** Close the session's libfabric side, if opened. */
+void perf_drv_ofi_close(perf_session_t *s);
+
+/* perftest_slots.c: buffers of the window's slots; slot k works on the
+ * target at k * stride. */
+typedef struct perf_slots {
+    size_t  stride;
+    uint8_t *operand;
+    uint8_t *compare;
+    uint8_t *result;
+} perf_slots_t;
+
+size_t perf_slot_stride(const perf_params_t *p);
+int perf_slots_init(perf_slots_t *sl, const perf_params_t *p);
+void perf_slots_cleanup(perf_slots_t *sl);
+
+
+/* ------------------------------------------------------------------------ */
+/* Measurement (perftest_time.c, perftest_measure.c)                         */
+
+void perf_time_init(void);
+uint64_t perf_time_now(void);
+double perf_time_to_us(uint64_t ticks);
+
+/** Run warm-up and iterations; 0 or -1 (error printed). */
+int perf_measure(perf_driver_t *drv, const perf_params_t *p,
+                 perf_result_t *res);
+
+
+/* ------------------------------------------------------------------------ */
+/* Options (fiatomic_perftest.c) and modes                                   */
+
+#define PERF_MAX_TRANSPORTS 8
+
+typedef enum {
+    PERF_FMT_TEXT,
+    PERF_FMT_CSV
+} perf_fmt_t;
+
+typedef struct perf_opts {
+    perf_params_t params;
+    const char    *host;          /* client of a --server; NULL: loopback */
+    int           port;
+    const char    *transports[PERF_MAX_TRANSPORTS]; /* matrix: UCX_TLS list */
+    unsigned      num_transports;
+    const char    *strategy;      /* FIATOMIC_STRATEGY, NULL = environment */
+    int           verify;
+    size_t        verify_count;
+    int           baseline_ucp;
+    int           baseline_ofi;
+    perf_fmt_t    fmt;
+    int           cpu_client;     /* -1: not pinned */
+    int           cpu_server;
+    int           progress;       /* progress lines on stderr */
+    const char    *self_exe;
+} perf_opts_t;
+
+/* perftest_single.c: one cell, ucx_perftest style */
+int perf_single_run(const perf_opts_t *o);
+/* perftest_matrix.c: every supported cell, a table per transport; returns
+ * the number of failed cells (or -1 on a setup error) */
+int perf_matrix_run(const perf_opts_t *o);
+/* perftest_goals.c: the goals of issue 5 */
+int perf_goals_run(const perf_opts_t *o);
+
+/** Start a session as the options say (loopback or client). */
+int perf_session_open(perf_session_t *s, const perf_opts_t *o);
+
+/* ------------------------------------------------------------------------ */
+/* One cell: verify, measure, baselines (perftest_row.c)                     */
+
+typedef struct perf_row {
+    perf_cell_t         cell;
+    fiatomic_strategy_t strategy;      /* NONE: unsupported here */
+    int                 needs_progress;
+    int                 verified;      /* 1 ok, 0 FAIL, -1 not checked */
+    int                 failed;        /* verification or an error */
+    char                msg[256];      /* why it failed */
+    int                 has_fia;
+    perf_result_t       fia;
+    int                 has_ucp;       /* --baseline ucp, UCP has the op */
+    perf_result_t       ucp;
+    int                 has_ofi;       /* --baseline libfabric, it has it */
+    perf_result_t       ofi;
+} perf_row_t;
+
+/** Classify a cell on this session: 0 and row->strategy, or -1 when the
+ *  library does not know it (not a cell). */
+int perf_row_query(perf_session_t *s, const perf_cell_t *cell,
+                   perf_row_t *row);
+/** Verify (if o->verify) and measure one cell with params p. */
+void perf_row_run(perf_session_t *s, const perf_opts_t *o,
+                  const perf_params_t *p, perf_row_t *row);
+
+/* ------------------------------------------------------------------------ */
+/* Reports (perftest_report.c)                                               */
+
+void perf_report_single_header(void);
+void perf_report_single(const char *stage, const perf_result_t *r);
+void perf_report_table_header(const perf_opts_t *o, const char *transport);
+void perf_report_table_row(const perf_opts_t *o, const char *transport,
+                           const perf_row_t *row);
+void perf_report_csv_header(void);
+/** "FI_UINT64" -> "UINT64" */
+const char *perf_short_name(const char *fi_name);
+/** "fetch SUM UINT64" */
+const char *perf_cell_str(const perf_cell_t *cell, char *buf, size_t max);
+
+#endif

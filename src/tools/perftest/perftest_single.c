@@ -1,0 +1,82 @@
+/**
+ * Single-cell mode: one (family, op, datatype) with the given count, window
+ * and iterations, printed in ucx_perftest's layout (or one CSV row), with
+ * the baselines of the same run and their ratios.
+ */
+#include "perftest.h"
+
+#include <stdlib.h>
+
+static void perf_single_ratio(const char *name, int has,
+                              const perf_result_t *base,
+                              const perf_result_t *fia)
+{
+    if (has) {
+        printf("  fiatomic / %-9s median latency x%.3f, average latency "
+               "x%.3f, message rate x%.3f\n", name,
+               fia->lat_median / base->lat_median,
+               fia->lat_avg / base->lat_avg, fia->rate / base->rate);
+    }
+}
+
+int perf_single_run(const perf_opts_t *o)
+{
+    perf_params_t p = o->params;
+    perf_session_t s;
+    perf_row_t row;
+    char name[64];
+
+    if (perf_session_open(&s, o)) {
+        return -1;
+    }
+
+    if ((perf_row_query(&s, &p.cell, &row) != 0) ||
+        (row.strategy == FIATOMIC_STRATEGY_NONE)) {
+        fprintf(stderr, PERF_NAME ": %s is not supported here\n",
+                perf_cell_str(&p.cell, name, sizeof(name)));
+        perf_session_close(&s);
+        return -1;
+    }
+    perf_row_run(&s, o, &p, &row);
+
+    if (o->fmt == PERF_FMT_CSV) {
+        perf_report_csv_header();
+        perf_report_table_row(o, s.transport, &row);
+    } else {
+        printf("+ %s: %s, count %zu, window %u, strategy %s%s, UCX_TLS=%s\n",
+               PERF_NAME, perf_cell_str(&p.cell, name, sizeof(name)),
+               p.count, p.window, fiatomic_strategy_name(row.strategy),
+               row.needs_progress ? " (needs target progress)" : "",
+               s.transport);
+        if (row.verified >= 0) {
+            printf("+ verified against fiatomic_ref: %s%s%s\n",
+                   row.verified ? "ok" : "FAIL",
+                   row.verified ? "" : ": ", row.verified ? "" : row.msg);
+        }
+        if (row.has_fia) {
+            perf_report_single_header();
+            perf_report_single("Final:", &row.fia);
+            if (row.has_ucp) {
+                perf_report_single("Final (ucp):", &row.ucp);
+            }
+            if (row.has_ofi) {
+                perf_report_single("Final (ofi):", &row.ofi);
+            }
+            perf_single_ratio("ucp", row.has_ucp, &row.ucp, &row.fia);
+            perf_single_ratio("libfabric", row.has_ofi, &row.ofi, &row.fia);
+            if (o->baseline_ucp && !row.has_ucp) {
+                printf("  (no raw UCP equivalent for this cell)\n");
+            }
+            if (o->baseline_ofi && !row.has_ofi) {
+                printf("  (no libfabric %s equivalent for this cell)\n",
+                       perf_drv_ofi_provider_for(s.transport) ?
+                       perf_drv_ofi_provider_for(s.transport) : "provider");
+            }
+        } else if (row.failed) {
+            printf("FAIL: %s\n", row.msg);
+        }
+    }
+
+    perf_session_close(&s);
+    return row.failed ? 1 : 0;
+}
