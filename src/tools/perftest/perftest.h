@@ -52,15 +52,17 @@ typedef struct perf_params {
     size_t      warmup;
 } perf_params_t;
 
+/* Latencies in us. See perftest_measure.c for the three views. */
 typedef struct perf_result {
     size_t iters;
-    double lat_avg;    /* us per call; with window > 1 the inverse rate */
-    double lat_median; /* us, post to completion of each call */
+    double lat_typical; /* median over batches of (batch time / calls) */
+    double lat_avg;     /* timed span / calls ("overall") */
+    double lat_median;  /* post-to-completion of sampled calls */
     double lat_min;
     double lat_p90;
     double lat_p99;
     double lat_max;
-    double rate;       /* calls per second */
+    double rate;        /* calls per second, typical (1 / lat_typical) */
 } perf_result_t;
 
 
@@ -212,7 +214,8 @@ const char *perf_drv_ofi_provider_for(const char *transport);
 void perf_drv_ofi_close(perf_session_t *s);
 
 /* perftest_slots.c: buffers of the window's slots; slot k works on the
- * target at k * stride. */
+ * target at k * stride. operand, compare and result are one block of
+ * 3 * stride * window bytes starting at operand. */
 typedef struct perf_slots {
     size_t  stride;
     uint8_t *operand;

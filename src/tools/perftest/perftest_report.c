@@ -24,30 +24,30 @@ const char *perf_cell_str(const perf_cell_t *cell, char *buf, size_t max)
 
 void perf_report_single_header(void)
 {
-    printf("+--------------+--------------+----------------------------------"
-           "-------------------+-------------+\n"
-           "|              |              |                latency (usec)   "
-           "                   | msg rate    |\n"
+    printf("+--------------+--------------+------------------------------"
+           "------------------------------+-------------+\n"
+           "|              |              |                   latency (usec)"
+           "                           | msg rate    |\n"
            "+--------------+--------------+----------+----------+----------+"
-           "----------+---------+-------------+\n"
-           "|    Stage     | # iterations | 50.0%%ile |  average | 90.0%%ile |"
-           " 99.0%%ile |     min |  (calls/s)  |\n"
+           "----------+----------+---------+-------------+\n"
+           "|    Stage     | # iterations |  typical | 50.0%%ile |  overall |"
+           " 90.0%%ile | 99.0%%ile |     min |  (calls/s)  |\n"
            "+--------------+--------------+----------+----------+----------+"
-           "----------+---------+-------------+\n");
+           "----------+----------+---------+-------------+\n");
 }
 
 void perf_report_single(const char *stage, const perf_result_t *r)
 {
-    printf("%-14s %14zu %10.3f %10.3f %10.3f %10.3f %9.3f %13.0f\n", stage,
-           r->iters, r->lat_median, r->lat_avg, r->lat_p90, r->lat_p99,
-           r->lat_min, r->rate);
+    printf("%-14s %14zu %10.3f %10.3f %10.3f %10.3f %10.3f %9.3f %13.0f\n",
+           stage, r->iters, r->lat_typical, r->lat_median, r->lat_avg,
+           r->lat_p90, r->lat_p99, r->lat_min, r->rate);
 }
 
 void perf_report_table_header(const perf_opts_t *o, const char *transport)
 {
-    printf("%-8s %-10s %-14s %-8s %-6s %10s %10s %10s",
-           "family", "op", "datatype", "strategy", "check", "median_us",
-           "avg_us", "p99_us");
+    printf("%-8s %-10s %-14s %-8s %-6s %10s %10s %10s %10s",
+           "family", "op", "datatype", "strategy", "check", "typical_us",
+           "median_us", "avg_us", "p99_us");
     if (o->baseline_ucp) {
         printf(" %10s %7s", "ucp_us", "x_ucp");
     }
@@ -61,8 +61,8 @@ static void perf_report_ratio(int has, const perf_result_t *base,
                               const perf_result_t *fia)
 {
     if (has) {
-        printf(" %10.3f %7.2f", base->lat_median,
-               fia->lat_median / base->lat_median);
+        printf(" %10.3f %7.2f", base->lat_typical,
+               fia->lat_typical / base->lat_typical);
     } else {
         printf(" %10s %7s", "-", "-");
     }
@@ -83,21 +83,21 @@ void perf_report_table_row(const perf_opts_t *o, const char *transport,
                row->failed ? "FAIL" : check, o->params.count,
                o->params.window, o->params.iters);
         if (row->has_fia) {
-            printf(",%.4f,%.4f,%.4f,%.4f,%.0f", row->fia.lat_median,
-                   row->fia.lat_avg, row->fia.lat_p90, row->fia.lat_p99,
-                   row->fia.rate);
+            printf(",%.4f,%.4f,%.4f,%.4f,%.4f,%.0f", row->fia.lat_typical,
+                   row->fia.lat_median, row->fia.lat_avg, row->fia.lat_p90,
+                   row->fia.lat_p99, row->fia.rate);
         } else {
-            printf(",,,,,");
+            printf(",,,,,,");
         }
         if (row->has_ucp) {
-            printf(",%.4f,%.3f", row->ucp.lat_median,
-                   row->fia.lat_median / row->ucp.lat_median);
+            printf(",%.4f,%.3f", row->ucp.lat_typical,
+                   row->fia.lat_typical / row->ucp.lat_typical);
         } else {
             printf(",,");
         }
         if (row->has_ofi) {
-            printf(",%.4f,%.3f", row->ofi.lat_median,
-                   row->fia.lat_median / row->ofi.lat_median);
+            printf(",%.4f,%.3f", row->ofi.lat_typical,
+                   row->fia.lat_typical / row->ofi.lat_typical);
         } else {
             printf(",,");
         }
@@ -111,10 +111,10 @@ void perf_report_table_row(const perf_opts_t *o, const char *transport,
            fiatomic_strategy_name(row->strategy),
            row->failed ? "FAIL" : check);
     if (row->has_fia) {
-        printf(" %10.3f %10.3f %10.3f", row->fia.lat_median,
-               row->fia.lat_avg, row->fia.lat_p99);
+        printf(" %10.3f %10.3f %10.3f %10.3f", row->fia.lat_typical,
+               row->fia.lat_median, row->fia.lat_avg, row->fia.lat_p99);
     } else {
-        printf(" %10s %10s %10s", "-", "-", "-");
+        printf(" %10s %10s %10s %10s", "-", "-", "-", "-");
     }
     if (o->baseline_ucp) {
         perf_report_ratio(row->has_ucp, &row->ucp, &row->fia);
@@ -131,7 +131,7 @@ void perf_report_table_row(const perf_opts_t *o, const char *transport,
 void perf_report_csv_header(void)
 {
     printf("transport,family,op,datatype,strategy,needs_target_progress,"
-           "verified,count,window,iters,lat_median_us,lat_avg_us,"
-           "lat_p90_us,lat_p99_us,rate_calls_per_s,ucp_median_us,x_ucp,"
-           "ofi_median_us,x_ofi\n");
+           "verified,count,window,iters,lat_typical_us,lat_median_us,"
+           "lat_avg_us,lat_p90_us,lat_p99_us,rate_calls_per_s,"
+           "ucp_typical_us,x_ucp,ofi_typical_us,x_ofi\n");
 }

@@ -217,6 +217,26 @@ ucs_status_t perf_session_flush(perf_session_t *s)
     return perf_session_wait(s, fiatomic_ep_flush_nbx(s->ep, NULL));
 }
 
+/* fiatomic_ep_flush_nbx() can return while UCP still holds the library's
+ * internal active-message sends of the target strategy (seen with 64 calls
+ * in flight over tcp); the endpoint would then outlive fiatomic_destroy().
+ * A UCP flush of the endpoint completes them. */
+static void perf_session_ucp_flush(perf_session_t *s)
+{
+    ucp_request_param_t param;
+    ucs_status_ptr_t sptr;
+
+    param.op_attr_mask = 0;
+    sptr = ucp_ep_flush_nbx(s->ucp_ep, &param);
+    if (!UCS_PTR_IS_PTR(sptr)) {
+        return;
+    }
+    while (ucp_request_check_status(sptr) == UCS_INPROGRESS) {
+        ucp_worker_progress(s->node.worker);
+    }
+    ucp_request_free(sptr);
+}
+
 void perf_session_close(perf_session_t *s)
 {
     ucp_request_param_t param;
@@ -224,6 +244,10 @@ void perf_session_close(perf_session_t *s)
     int status_code;
 
     perf_drv_ofi_close(s);
+    (void)perf_session_flush(s);
+    if (getenv("FIATOMIC_PERFTEST_NO_UCP_FLUSH") == NULL) { /* reproducer */
+        perf_session_ucp_flush(s);
+    }
     fiatomic_rkey_release(s->ep, s->key);
     fiatomic_ep_destroy(s->ep);
     ucp_rkey_destroy(s->ucp_rkey);

@@ -12,8 +12,9 @@ static void perf_single_ratio(const char *name, int has,
                               const perf_result_t *fia)
 {
     if (has) {
-        printf("  fiatomic / %-9s median latency x%.3f, average latency "
-               "x%.3f, message rate x%.3f\n", name,
+        printf("  fiatomic / %-9s typical latency x%.3f, median x%.3f, "
+               "overall x%.3f, message rate x%.3f\n", name,
+               fia->lat_typical / base->lat_typical,
                fia->lat_median / base->lat_median,
                fia->lat_avg / base->lat_avg, fia->rate / base->rate);
     }

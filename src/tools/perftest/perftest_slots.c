@@ -29,14 +29,13 @@ int perf_slots_init(perf_slots_t *sl, const perf_params_t *p)
         return -1;
     }
 
-    sl->operand = aligned_alloc(PERF_SLOT_ALIGN, total);
-    sl->compare = aligned_alloc(PERF_SLOT_ALIGN, total);
-    sl->result  = aligned_alloc(PERF_SLOT_ALIGN, total);
-    if ((sl->operand == NULL) || (sl->compare == NULL) ||
-        (sl->result == NULL)) {
-        perf_slots_cleanup(sl);
+    /* one block, so that one memory registration covers every buffer */
+    sl->operand = aligned_alloc(PERF_SLOT_ALIGN, 3 * total);
+    if (sl->operand == NULL) {
         return -1;
     }
+    sl->compare = sl->operand + total;
+    sl->result  = sl->operand + 2 * total;
 
     memset(sl->result, 0, total);
     for (k = 0; k < p->window; ++k) {
@@ -52,7 +51,5 @@ int perf_slots_init(perf_slots_t *sl, const perf_params_t *p)
 void perf_slots_cleanup(perf_slots_t *sl)
 {
     free(sl->operand);
-    free(sl->compare);
-    free(sl->result);
     sl->operand = sl->compare = sl->result = NULL;
 }
