@@ -1,0 +1,544 @@
+/*
+ * fiatomic_test_peer: the other processes of the fiatomic tests. Started by
+ * the tests with posix_spawn, controlled over fd 3 (fiatomic_test_common.h).
+ *
+ *   fiatomic_test_peer target <user|alloc> <len0> <len1>
+ *       Creates a UCP context/worker (UCX_TLS from the environment), exposes
+ *       two regions, sends MSG_HELLO (worker address, packed keys), then
+ *       progresses its worker and serves MSG_WRITE/READ/PAUSE/RESUME/EXIT.
+ *       Target memory is read and written here with plain CPU accesses, never
+ *       through the library under test.
+ *
+ *   fiatomic_test_peer initiator
+ *       Waits for MSG_CONNECT (a target's hello), connects, then runs the
+ *       jobs it is given (MSG_JOB, MSG_GO) through libfiatomic and reports
+ *       every fetched value. FIATOMIC_STRATEGY comes from the environment.
+ */
+#include "fiatomic_test_common.h"
+
+#include "fiatomic_ref.h"
+
+#include <algorithm>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <unistd.h>
+
+using namespace fiatomic_test;
+
+namespace {
+
+const int ctrl_fd = 3;
+
+void die(const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "fiatomic_test_peer[%d]: %s\n", (int)getpid(), buf);
+    send_msg(ctrl_fd, MSG_ERROR, buf, strlen(buf));
+    _exit(2);
+}
+
+void reply_ok(const void *data = NULL, size_t length = 0)
+{
+    if (send_msg(ctrl_fd, MSG_OK, data, length) != 0) {
+        _exit(3); /* the test is gone */
+    }
+}
+
+void reply_error(const std::string &msg)
+{
+    if (send_msg(ctrl_fd, MSG_ERROR, msg.data(), msg.size()) != 0) {
+        _exit(3);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Target */
+
+struct region {
+    fiatomic_mem_h mem;
+    void           *user; /* our own memory (user mode) */
+    uint8_t        *base;
+    size_t         length;
+};
+
+int run_target(bool alloc, size_t len0, size_t len1)
+{
+    ucp_setup setup;
+    std::string error;
+    region regions[FIATOMIC_TEST_REGIONS];
+    size_t lengths[FIATOMIC_TEST_REGIONS] = {len0, len1};
+    target_info info;
+    ucp_address_t *address;
+    size_t address_length;
+    ucs_status_t status;
+    bool progressing = true, done = false;
+    unsigned idle = 0, busy = 0;
+
+    status = ucp_setup_create({}, NULL, &setup, &error);
+    if (status != UCS_OK) {
+        die("%s", error.c_str());
+    }
+
+    for (int i = 0; i < FIATOMIC_TEST_REGIONS; ++i) {
+        fiatomic_mem_params_t params;
+        void *key, *addr;
+        size_t key_size, length;
+
+        memset(&params, 0, sizeof(params));
+        regions[i].user = NULL;
+        params.field_mask = FIATOMIC_MEM_PARAM_FIELD_LENGTH;
+        params.length     = lengths[i];
+        if (alloc) {
+            params.field_mask |= FIATOMIC_MEM_PARAM_FIELD_FLAGS;
+            params.flags       = FIATOMIC_MEM_FLAG_ALLOCATE;
+        } else {
+            if (posix_memalign(&regions[i].user, 4096, lengths[i]) != 0) {
+                die("posix_memalign(%zu) failed", lengths[i]);
+            }
+            memset(regions[i].user, 0, lengths[i]);
+            params.field_mask |= FIATOMIC_MEM_PARAM_FIELD_ADDRESS;
+            params.address     = regions[i].user;
+        }
+        status = fiatomic_mem_expose(setup.fia, &params, &regions[i].mem);
+        if (status != UCS_OK) {
+            die("fiatomic_mem_expose(%s, %zu): %s", alloc ? "alloc" : "user",
+                lengths[i], ucs_status_string(status));
+        }
+        status = fiatomic_mem_query(regions[i].mem, &addr, &length);
+        if (status != UCS_OK) {
+            die("fiatomic_mem_query: %s", ucs_status_string(status));
+        }
+        if (length < lengths[i]) {
+            die("fiatomic_mem_query: length %zu < %zu", length, lengths[i]);
+        }
+        regions[i].base   = static_cast<uint8_t*>(addr);
+        regions[i].length = lengths[i];
+        status = fiatomic_mem_pack_key(regions[i].mem, &key, &key_size);
+        if (status != UCS_OK) {
+            die("fiatomic_mem_pack_key: %s", ucs_status_string(status));
+        }
+        info.key[i].assign(static_cast<uint8_t*>(key),
+                           static_cast<uint8_t*>(key) + key_size);
+        fiatomic_key_release(key);
+        info.base[i]   = (uintptr_t)addr;
+        info.length[i] = lengths[i];
+    }
+
+    status = ucp_worker_get_address(setup.worker, &address, &address_length);
+    if (status != UCS_OK) {
+        die("ucp_worker_get_address: %s", ucs_status_string(status));
+    }
+    info.pid = getpid();
+    info.worker_address.assign(reinterpret_cast<uint8_t*>(address),
+                               reinterpret_cast<uint8_t*>(address) +
+                               address_length);
+    ucp_worker_release_address(setup.worker, address);
+
+    std::vector<uint8_t> hello = info.pack();
+    if (send_msg(ctrl_fd, MSG_HELLO, hello.data(), hello.size()) != 0) {
+        return 3;
+    }
+
+    while (!done) {
+        uint32_t type;
+        std::vector<uint8_t> payload;
+        struct pollfd pfd = {ctrl_fd, POLLIN, 0};
+        int ret;
+
+        if (progressing) {
+            /* look at the control channel now and then even when busy */
+            if (ucp_worker_progress(setup.worker) != 0) {
+                idle = 0;
+                if ((++busy % 256) != 0) {
+                    continue;
+                }
+            } else if ((++idle % 16) != 0) {
+                continue;
+            } else {
+                sched_yield();
+            }
+            ret = poll(&pfd, 1, 0);
+        } else {
+            ret = poll(&pfd, 1, -1);
+        }
+        if ((ret < 0) && (errno != EINTR)) {
+            die("poll: %m");
+        } else if (ret <= 0) {
+            continue;
+        }
+
+        if (recv_msg(ctrl_fd, &type, &payload, -1) != 0) {
+            break; /* the test is gone: clean up and leave */
+        }
+
+        bytes msg(payload);
+        switch (type) {
+        case MSG_WRITE: {
+            uint32_t r   = msg.get<uint32_t>();
+            uint64_t off = msg.get<uint64_t>();
+            std::vector<uint8_t> data = msg.get_blob();
+            if (!msg.ok() || (r >= FIATOMIC_TEST_REGIONS) ||
+                (off > regions[r].length) ||
+                (data.size() > regions[r].length - off)) {
+                reply_error("bad MSG_WRITE");
+                break;
+            }
+            memcpy(regions[r].base + off, data.data(), data.size());
+            __atomic_thread_fence(__ATOMIC_SEQ_CST);
+            reply_ok();
+            break;
+        }
+        case MSG_READ: {
+            uint32_t r   = msg.get<uint32_t>();
+            uint64_t off = msg.get<uint64_t>();
+            uint64_t len = msg.get<uint64_t>();
+            if (!msg.ok() || (r >= FIATOMIC_TEST_REGIONS) ||
+                (off > regions[r].length) ||
+                (len > regions[r].length - off)) {
+                reply_error("bad MSG_READ");
+                break;
+            }
+            __atomic_thread_fence(__ATOMIC_SEQ_CST);
+            reply_ok(regions[r].base + off, len);
+            break;
+        }
+        case MSG_PAUSE:
+            progressing = false;
+            reply_ok();
+            break;
+        case MSG_RESUME:
+            progressing = true;
+            reply_ok();
+            break;
+        case MSG_EXIT:
+            done = true;
+            break;
+        default:
+            reply_error("unknown message");
+            break;
+        }
+    }
+
+    for (int i = 0; i < FIATOMIC_TEST_REGIONS; ++i) {
+        status = fiatomic_mem_unexpose(regions[i].mem);
+        if (status != UCS_OK) {
+            die("fiatomic_mem_unexpose: %s", ucs_status_string(status));
+        }
+        free(regions[i].user);
+    }
+    ucp_setup_destroy(&setup);
+    if (done) {
+        reply_ok();
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Initiator */
+
+struct initiator {
+    ucp_setup         setup;
+    ucp_ep_h          ucp_ep;
+    fiatomic_ep_h     ep;
+    target_info       target;
+    uint64_t          keys[FIATOMIC_TEST_REGIONS];
+    ucs_status_t      ep_status;
+};
+
+void initiator_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    static_cast<initiator*>(arg)->ep_status = status;
+}
+
+std::string initiator_connect(initiator *in, const std::vector<uint8_t> &hello)
+{
+    std::string error;
+    ucp_ep_params_t ep_params;
+    ucs_status_t status;
+
+    if (!in->target.unpack(hello)) {
+        return "bad MSG_CONNECT";
+    }
+    status = ucp_setup_create({}, NULL, &in->setup, &error);
+    if (status != UCS_OK) {
+        return error;
+    }
+
+    memset(&ep_params, 0, sizeof(ep_params));
+    ep_params.field_mask      = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+                                UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                                UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep_params.address         = reinterpret_cast<const ucp_address_t*>(
+                                        in->target.worker_address.data());
+    ep_params.err_mode        = UCP_ERR_HANDLING_MODE_PEER;
+    ep_params.err_handler.cb  = initiator_ep_error;
+    ep_params.err_handler.arg = in;
+    in->ep_status             = UCS_OK;
+    status = ucp_ep_create(in->setup.worker, &ep_params, &in->ucp_ep);
+    if (status != UCS_OK) {
+        return std::string("ucp_ep_create: ") + ucs_status_string(status);
+    }
+    status = fiatomic_ep_create(in->setup.fia, in->ucp_ep, NULL, &in->ep);
+    if (status != UCS_OK) {
+        return std::string("fiatomic_ep_create: ") +
+               ucs_status_string(status);
+    }
+    for (int i = 0; i < FIATOMIC_TEST_REGIONS; ++i) {
+        status = fiatomic_rkey_unpack(in->ep, in->target.key[i].data(),
+                                      in->target.key[i].size(),
+                                      &in->keys[i]);
+        if (status != UCS_OK) {
+            return std::string("fiatomic_rkey_unpack: ") +
+                   ucs_status_string(status);
+        }
+    }
+
+    /* finish the wireup before the job starts: read the last u64 of
+     * region 1 (or just flush if the strategy cannot read it) */
+    fiatomic_request_param_t param;
+    uint64_t value;
+    memset(&param, 0, sizeof(param));
+    status = wait_request(in->setup.worker,
+                          fiatomic_fetch_atomic_nbx(
+                                  in->ep, NULL, 1, &value,
+                                  in->target.base[1] +
+                                  in->target.length[1] - 8,
+                                  in->keys[1], FI_UINT64, FI_ATOMIC_READ,
+                                  &param), 60.0);
+    if (status == UCS_ERR_UNSUPPORTED) {
+        status = wait_request(in->setup.worker,
+                              fiatomic_ep_flush_nbx(in->ep, &param), 60.0);
+    }
+    if (status != UCS_OK) {
+        return std::string("warm-up: ") + ucs_status_string(status);
+    }
+    return "";
+}
+
+void initiator_disconnect(initiator *in)
+{
+    fiatomic_request_param_t param;
+
+    memset(&param, 0, sizeof(param));
+    wait_request(in->setup.worker, fiatomic_ep_flush_nbx(in->ep, &param),
+                 30.0);
+    for (int i = 0; i < FIATOMIC_TEST_REGIONS; ++i) {
+        fiatomic_rkey_release(in->ep, in->keys[i]);
+    }
+    fiatomic_ep_destroy(in->ep);
+    ucp_ep_close_blocking(in->setup.worker, in->ucp_ep,
+                          in->ep_status != UCS_OK);
+    ucp_setup_destroy(&in->setup);
+}
+
+void add_one(uint8_t *dst, const uint8_t *src, size_t size)
+{
+    unsigned carry = 1;
+
+    for (size_t i = 0; i < size; ++i) {
+        unsigned v = src[i] + carry;
+        dst[i] = (uint8_t)v;
+        carry  = v >> 8;
+    }
+}
+
+job_result run_job(initiator *in, const std::vector<job_task> &tasks)
+{
+    job_result result;
+    size_t ntasks = tasks.size();
+    std::vector<size_t> size(ntasks);
+    std::vector<std::vector<uint8_t>> guess(ntasks), next(ntasks);
+    std::vector<void*> reqs(ntasks);
+    uint64_t max_iter = 0;
+    fiatomic_request_param_t param;
+    char msg[256];
+
+    memset(&param, 0, sizeof(param));
+    result.compares.resize(ntasks);
+    result.fetched.resize(ntasks);
+    for (size_t t = 0; t < ntasks; ++t) {
+        size[t] = dt_size(tasks[t].datatype);
+        if ((size[t] == 0) || (tasks[t].region >= FIATOMIC_TEST_REGIONS)) {
+            result.error = "bad task";
+            return result;
+        }
+        result.compares[t].resize(tasks[t].iterations * size[t]);
+        result.fetched[t].resize(tasks[t].iterations * size[t]);
+        if (tasks[t].kind == JOB_CSWAP_CHAIN) {
+            guess[t] = tasks[t].compares;
+            next[t].resize(size[t]);
+            if (guess[t].size() != size[t]) {
+                result.error = "bad chain";
+                return result;
+            }
+        } else if ((tasks[t].operands.size() !=
+                    tasks[t].iterations * size[t]) ||
+                   ((tasks[t].family == FIATOMIC_FAMILY_COMPARE) &&
+                    (tasks[t].compares.size() !=
+                     tasks[t].iterations * size[t]))) {
+            result.error = "bad operands";
+            return result;
+        }
+        max_iter = std::max(max_iter, tasks[t].iterations);
+    }
+
+    for (uint64_t i = 0; i < max_iter; ++i) {
+        for (size_t t = 0; t < ntasks; ++t) {
+            const job_task &task = tasks[t];
+            uint64_t addr  = in->target.base[task.region] + task.offset;
+            uint8_t *fetch = result.fetched[t].data() + i * size[t];
+            uint8_t *cmp   = result.compares[t].data() + i * size[t];
+            const uint8_t *opnd;
+            ucs_status_ptr_t p;
+
+            reqs[t] = NULL;
+            if (i >= task.iterations) {
+                continue;
+            }
+            if (task.kind == JOB_CSWAP_CHAIN) {
+                memcpy(cmp, guess[t].data(), size[t]);
+                add_one(next[t].data(), guess[t].data(), size[t]);
+                p = fiatomic_compare_atomic_nbx(in->ep, next[t].data(), 1,
+                                                cmp, fetch, addr,
+                                                in->keys[task.region],
+                                                (enum fi_datatype)
+                                                        task.datatype,
+                                                FI_CSWAP, &param);
+            } else {
+                opnd = task.operands.data() + i * size[t];
+                if (task.family == FIATOMIC_FAMILY_COMPARE) {
+                    memcpy(cmp, task.compares.data() + i * size[t], size[t]);
+                    p = fiatomic_compare_atomic_nbx(
+                            in->ep, opnd, 1, cmp, fetch, addr,
+                            in->keys[task.region],
+                            (enum fi_datatype)task.datatype,
+                            (enum fi_op)task.op, &param);
+                } else {
+                    p = fiatomic_fetch_atomic_nbx(
+                            in->ep, opnd, 1, fetch, addr,
+                            in->keys[task.region],
+                            (enum fi_datatype)task.datatype,
+                            (enum fi_op)task.op, &param);
+                }
+            }
+            if (UCS_PTR_IS_ERR(p)) {
+                snprintf(msg, sizeof(msg), "task %zu iteration %" PRIu64
+                         ": post failed: %s", t, i,
+                         ucs_status_string(UCS_PTR_STATUS(p)));
+                result.error = msg;
+                /* complete what is in flight before leaving */
+                for (size_t u = 0; u < t; ++u) {
+                    wait_request(in->setup.worker, reqs[u], 60.0);
+                }
+                return result;
+            }
+            reqs[t] = p;
+        }
+
+        for (size_t t = 0; t < ntasks; ++t) {
+            ucs_status_t status = wait_request(in->setup.worker, reqs[t],
+                                               120.0);
+            if ((status != UCS_OK) && result.error.empty()) {
+                snprintf(msg, sizeof(msg), "task %zu iteration %" PRIu64
+                         ": %s", t, i, ucs_status_string(status));
+                result.error = msg;
+            }
+            if ((i < tasks[t].iterations) &&
+                (tasks[t].kind == JOB_CSWAP_CHAIN)) {
+                const uint8_t *f = result.fetched[t].data() + i * size[t];
+                if (!memcmp(f, guess[t].data(), size[t])) {
+                    guess[t] = next[t]; /* won this step */
+                } else {
+                    memcpy(guess[t].data(), f, size[t]);
+                }
+            }
+        }
+        if (!result.error.empty()) {
+            return result;
+        }
+    }
+    return result;
+}
+
+int run_initiator()
+{
+    initiator in;
+    std::vector<job_task> tasks;
+    bool connected = false;
+
+    for (;;) {
+        uint32_t type;
+        std::vector<uint8_t> payload;
+
+        if (recv_msg(ctrl_fd, &type, &payload, -1) != 0) {
+            if (connected) {
+                initiator_disconnect(&in);
+            }
+            return 0;
+        }
+
+        switch (type) {
+        case MSG_CONNECT: {
+            std::string error = initiator_connect(&in, payload);
+            if (!error.empty()) {
+                reply_error(error);
+                _exit(2);
+            }
+            connected = true;
+            reply_ok();
+            break;
+        }
+        case MSG_JOB:
+            if (!unpack_job(payload, &tasks)) {
+                reply_error("bad MSG_JOB");
+            } else {
+                reply_ok();
+            }
+            break;
+        case MSG_GO: {
+            if (!connected) {
+                reply_error("not connected");
+                break;
+            }
+            job_result result = run_job(&in, tasks);
+            std::vector<uint8_t> packed = pack_job_result(result);
+            reply_ok(packed.data(), packed.size());
+            break;
+        }
+        case MSG_EXIT:
+            if (connected) {
+                initiator_disconnect(&in);
+            }
+            reply_ok();
+            return 0;
+        default:
+            reply_error("unknown message");
+            break;
+        }
+    }
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    if ((argc == 5) && !strcmp(argv[1], "target")) {
+        return run_target(!strcmp(argv[2], "alloc"), strtoull(argv[3], NULL, 0),
+                          strtoull(argv[4], NULL, 0));
+    } else if ((argc == 2) && !strcmp(argv[1], "initiator")) {
+        return run_initiator();
+    }
+    fprintf(stderr, "usage: %s target <user|alloc> <len0> <len1>\n"
+            "       %s initiator\n", argv[0], argv[0]);
+    return 1;
+}
