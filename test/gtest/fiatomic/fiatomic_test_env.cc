@@ -815,14 +815,15 @@ ucs_status_t connection::flush(double timeout_sec)
 }
 
 bool connection::create_second_ep(ucp_ep_h *ucp_ep, fiatomic_ep_h *ep,
-                                  std::string *error)
+                                  std::string *error,
+                                  const fiatomic_ep_params_t *params)
 {
     ucs_status_t status;
 
     if (!connect_ep(ucp_ep, error)) {
         return false;
     }
-    status = fiatomic_ep_create(m_setup.fia, *ucp_ep, NULL, ep);
+    status = fiatomic_ep_create(m_setup.fia, *ucp_ep, params, ep);
     if (status != UCS_OK) {
         *error = std::string("fiatomic_ep_create: ") +
                  ucs_status_string(status);
@@ -836,6 +837,41 @@ void connection::destroy_second_ep(ucp_ep_h ucp_ep, fiatomic_ep_h ep)
 {
     fiatomic_ep_destroy(ep);
     ucp_ep_close_blocking(m_setup.worker, ucp_ep, false);
+}
+
+bool take_snapshot(connection *conn, target_snapshot *snap, std::string *error)
+{
+    for (int r = 0; r < FIATOMIC_TEST_REGIONS; ++r) {
+        size_t len = std::min<size_t>(conn->length(r), 40 * 1024);
+        snap->bytes[r].resize(len);
+        if (!conn->tgt().read(r, 0, snap->bytes[r].data(), len, error)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+void expect_unchanged(connection *conn, const target_snapshot &snap,
+                      const std::string &what)
+{
+    target_snapshot now;
+    std::string error;
+    ucs_status_t status = conn->flush();
+    int reported = 0;
+
+    EXPECT_EQ(UCS_OK, status) << what << ": flush";
+    ASSERT_TRUE(take_snapshot(conn, &now, &error)) << error;
+    for (int r = 0; r < FIATOMIC_TEST_REGIONS; ++r) {
+        for (size_t i = 0; i < snap.bytes[r].size(); ++i) {
+            if ((snap.bytes[r][i] != now.bytes[r][i]) && (reported++ < 4)) {
+                ADD_FAILURE() << what << ": something was sent: target "
+                              << "region " << r << " byte " << i
+                              << " changed from 0x" << std::hex
+                              << (int)snap.bytes[r][i] << " to 0x"
+                              << (int)now.bytes[r][i] << std::dec;
+            }
+        }
+    }
 }
 
 int immediate_errno(ucs_status_ptr_t p)

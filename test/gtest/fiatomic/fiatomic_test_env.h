@@ -260,7 +260,8 @@ public:
 
     /** A second fiatomic endpoint over a second ucp_ep_h to the target. */
     bool create_second_ep(ucp_ep_h *ucp_ep, fiatomic_ep_h *ep,
-                          std::string *error);
+                          std::string *error,
+                          const fiatomic_ep_params_t *params = NULL);
     void destroy_second_ep(ucp_ep_h ucp_ep, fiatomic_ep_h ep);
 
     /** Tear down without talking to a peer that is gone. */
@@ -298,6 +299,16 @@ private:
         } \
         ASSERT_TRUE(_conn != NULL) << _error; \
     }
+
+/** The target bytes the small tests use: region 0 [0, 40 KiB), region 1
+ *  whole. */
+struct target_snapshot {
+    std::vector<uint8_t> bytes[FIATOMIC_TEST_REGIONS];
+};
+bool take_snapshot(connection *conn, target_snapshot *snap, std::string *error);
+/** Flush, read again, and report every difference (at most a few). */
+void expect_unchanged(connection *conn, const target_snapshot &snap,
+                      const std::string &what);
 
 /** -FI_E* of an operation's immediate result (0 when NULL). */
 int immediate_errno(ucs_status_ptr_t p);
