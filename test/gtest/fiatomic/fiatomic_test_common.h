@@ -31,6 +31,14 @@ enum msg_type : uint32_t {
     MSG_CONNECT,     /* initiator: the target's hello; answer when ready */
     MSG_JOB,         /* initiator: a job (see job_task) */
     MSG_GO,          /* initiator: run the job, answer with its results */
+    MSG_FAULT_POST,  /* initiator: post a mix of operations and keep them
+                        outstanding; answer at once */
+    MSG_FAULT_WAIT,  /* initiator: f64 bound: wait for them, flush, post
+                        more; answer with a fault_report */
+    MSG_FAULT_RUN,   /* initiator: f64 bound: answer at once, then post
+                        continuously until operations fail (or the bound
+                        passes), wait for the rest; a second answer with a
+                        fault_report */
     /* peer -> test */
     MSG_HELLO = 100, /* target: worker address, keys, regions */
     MSG_OK,          /* reply, with optional payload */
@@ -140,6 +148,19 @@ std::vector<uint8_t> pack_job(const std::vector<job_task> &tasks);
 bool unpack_job(const std::vector<uint8_t> &data, std::vector<job_task> *tasks);
 std::vector<uint8_t> pack_job_result(const job_result &result);
 bool unpack_job_result(const std::vector<uint8_t> &data, job_result *result);
+
+/* What an initiator saw when its target died. */
+struct fault_report {
+    uint64_t posted;            /* operations posted */
+    uint64_t failed;            /* completed with an error */
+    uint64_t pending;           /* not complete at the bound */
+    uint64_t wrong;             /* succeeded though the target had to act */
+    uint64_t flush_pending;     /* flush not complete at the bound */
+    uint64_t later_pending;     /* operations posted after the failure,
+                                   not complete at the bound */
+    uint64_t target_needed;     /* some posted cell needs target progress */
+    double   seconds;           /* from the first wait to the end */
+};
 
 /* ------------------------------------------------------------------------ */
 /* UCP helpers */

@@ -330,14 +330,9 @@ bool peer_process::spawn(const std::vector<std::string> &args,
     return true;
 }
 
-bool peer_process::request(uint32_t type, const void *data, size_t length,
-                           std::vector<uint8_t> *reply, std::string *error,
-                           int timeout_ms)
+bool peer_process::send(uint32_t type, const void *data, size_t length,
+                        std::string *error)
 {
-    std::vector<uint8_t> payload;
-    uint32_t rtype;
-    int ret;
-
     if (m_fd < 0) {
         *error = "peer not running";
         return false;
@@ -346,6 +341,16 @@ bool peer_process::request(uint32_t type, const void *data, size_t length,
         *error = "peer " + std::to_string(m_pid) + ": send failed";
         return false;
     }
+    return true;
+}
+
+bool peer_process::receive_ok(std::vector<uint8_t> *reply, std::string *error,
+                              int timeout_ms)
+{
+    std::vector<uint8_t> payload;
+    uint32_t rtype;
+    int ret;
+
     ret = recv_msg(m_fd, &rtype, &payload, timeout_ms);
     if (ret == -2) {
         *error = "peer " + std::to_string(m_pid) + ": no answer within " +
@@ -364,6 +369,14 @@ bool peer_process::request(uint32_t type, const void *data, size_t length,
         *reply = payload;
     }
     return true;
+}
+
+bool peer_process::request(uint32_t type, const void *data, size_t length,
+                           std::vector<uint8_t> *reply, std::string *error,
+                           int timeout_ms)
+{
+    return send(type, data, length, error) &&
+           receive_ok(reply, error, timeout_ms);
 }
 
 bool peer_process::wait_hello(target_info *info, std::string *error,
@@ -645,6 +658,14 @@ std::unique_ptr<connection> connection::create(const config &cfg,
     conn->m_strategy_set = true;
 
     kv_list ucx_cfg = {{"TLS", cfg.tl}};
+    /* a transport setting ucp_config_modify() does not reach: posix/sysv
+     * endpoints support UCP_ERR_HANDLING_MODE_PEER only with it (set for
+     * this transport only, so that UCX does not warn about unused ones) */
+    if ((cfg.tl == "posix") || (cfg.tl == "sysv")) {
+        std::string var = "UCX_" + std::string(cfg.tl == "posix" ? "POSIX" :
+                                               "SYSV") + "_ERROR_HANDLING";
+        setenv(var.c_str(), "y", 1);
+    }
     ucx_cfg.insert(ucx_cfg.end(), ucx.begin(), ucx.end());
     status = ucp_setup_create(ucx_cfg, params, &conn->m_setup, error);
     if (status != UCS_OK) {
@@ -895,14 +916,6 @@ std::string fmt(int datatype, const void *value)
 /* Tear the cached connection (and its peer) down before exit. */
 class fiatomic_global_env : public ::testing::Environment {
 public:
-    fiatomic_global_env()
-    {
-        /* transport settings ucp_config_modify() does not reach: posix/sysv
-         * endpoints support UCP_ERR_HANDLING_MODE_PEER only with these */
-        setenv("UCX_POSIX_ERROR_HANDLING", "y", 0);
-        setenv("UCX_SYSV_ERROR_HANDLING", "y", 0);
-        setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 0);
-    }
 
     void TearDown() override { connection::drop_cached(); }
 };

@@ -132,6 +132,12 @@ public:
     bool spawn(const std::vector<std::string> &args, const kv_list &env_set,
                std::string *error);
 
+    /** Send a message; collect its MSG_OK later with receive_ok(). */
+    bool send(uint32_t type, const void *data, size_t length,
+              std::string *error);
+    bool receive_ok(std::vector<uint8_t> *reply, std::string *error,
+                    int timeout_ms = 120000);
+
     /** Send a message and wait for MSG_OK (payload into *reply). */
     bool request(uint32_t type, const void *data, size_t length,
                  std::vector<uint8_t> *reply, std::string *error,

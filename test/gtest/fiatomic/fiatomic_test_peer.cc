@@ -19,6 +19,7 @@
 #include "fiatomic_ref.h"
 
 #include <algorithm>
+#include <memory>
 
 #include <errno.h>
 #include <inttypes.h>
@@ -331,7 +332,7 @@ void initiator_disconnect(initiator *in)
 
     memset(&param, 0, sizeof(param));
     wait_request(in->setup.worker, fiatomic_ep_flush_nbx(in->ep, &param),
-                 30.0);
+                 (in->ep_status == UCS_OK) ? 30.0 : 5.0);
     for (int i = 0; i < FIATOMIC_TEST_REGIONS; ++i) {
         fiatomic_rkey_release(in->ep, in->keys[i]);
     }
@@ -470,8 +471,124 @@ job_result run_job(initiator *in, const std::vector<job_task> &tasks)
     return result;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Faults: operations outstanding when the target dies */
+
+struct fault_op {
+    void *req;
+    bool  must_fail; /* the target had to execute it */
+};
+
+struct fault_state {
+    std::vector<fault_op> ops;
+    uint8_t               buf[256], cmp[256], res[256];
+    fault_report          report;
+};
+
+/* A mix of cells: native-able and CAS-loop ones, count 1 and > 1, fetch,
+ * compare and base. Unsupported ones (forced strategy) are skipped. */
+void fault_post_mix(initiator *in, fault_state *st, std::vector<fault_op> *out)
+{
+    static const struct {
+        int family, op, dt;
+        size_t count;
+    } cells[] = {
+        {FIATOMIC_FAMILY_FETCH, FI_SUM, FI_UINT64, 1},
+        {FIATOMIC_FAMILY_FETCH, FI_PROD, FI_UINT8, 16},
+        {FIATOMIC_FAMILY_FETCH, FI_MAX, FI_DOUBLE, 4},
+        {FIATOMIC_FAMILY_COMPARE, FI_CSWAP, FI_UINT32, 1},
+        {FIATOMIC_FAMILY_COMPARE, FI_MSWAP, FI_UINT16, 8},
+        {FIATOMIC_FAMILY_BASE, FI_SUM, FI_INT32, 8},
+    };
+    fiatomic_request_param_t param;
+
+    memset(&param, 0, sizeof(param));
+    for (size_t c = 0; c < sizeof(cells) / sizeof(cells[0]); ++c) {
+        fiatomic_cell_info_t info;
+        uint64_t a = in->target.base[0] + 4096 + c * 256;
+        ucs_status_ptr_t p;
+
+        if ((fiatomic_query_cell(in->ep, in->keys[0],
+                                 (fiatomic_family_t)cells[c].family,
+                                 (enum fi_datatype)cells[c].dt,
+                                 (enum fi_op)cells[c].op, &info) != 0) ||
+            (info.strategy == FIATOMIC_STRATEGY_NONE)) {
+            continue;
+        }
+        switch (cells[c].family) {
+        case FIATOMIC_FAMILY_BASE:
+            p = fiatomic_atomic_nbx(in->ep, st->buf, cells[c].count, a,
+                                    in->keys[0],
+                                    (enum fi_datatype)cells[c].dt,
+                                    (enum fi_op)cells[c].op, &param);
+            break;
+        case FIATOMIC_FAMILY_FETCH:
+            p = fiatomic_fetch_atomic_nbx(in->ep, st->buf, cells[c].count,
+                                          st->res, a, in->keys[0],
+                                          (enum fi_datatype)cells[c].dt,
+                                          (enum fi_op)cells[c].op, &param);
+            break;
+        default:
+            p = fiatomic_compare_atomic_nbx(in->ep, st->buf, cells[c].count,
+                                            st->cmp, st->res, a, in->keys[0],
+                                            (enum fi_datatype)cells[c].dt,
+                                            (enum fi_op)cells[c].op, &param);
+            break;
+        }
+        bool needs = (cells[c].family != FIATOMIC_FAMILY_BASE) &&
+                     info.needs_target_progress;
+        st->report.target_needed |= needs;
+        st->report.posted++;
+        out->push_back({p, needs});
+    }
+}
+
+/* Wait for `ops` until `deadline`, count outcomes; the ones still pending
+ * are released (they finish in the background). */
+uint64_t fault_wait(initiator *in, std::vector<fault_op> *ops,
+                    double deadline, fault_report *r)
+{
+    uint64_t pending = 0;
+
+    for (fault_op &o : *ops) {
+        ucs_status_t status = poll_request(in->setup.worker, o.req, deadline);
+        if (status == UCS_INPROGRESS) {
+            ++pending;
+            fiatomic_request_free(o.req);
+        } else if (status != UCS_OK) {
+            r->failed++;
+        } else if (o.must_fail) {
+            r->wrong++;
+        }
+    }
+    ops->clear();
+    return pending;
+}
+
+void fault_finish(initiator *in, fault_state *st, double bound, double start)
+{
+    fiatomic_request_param_t param;
+    std::vector<fault_op> more;
+    ucs_status_t status;
+
+    memset(&param, 0, sizeof(param));
+    st->report.pending += fault_wait(in, &st->ops, now_sec() + bound,
+                                     &st->report);
+    if (st->report.pending == 0) {
+        status = poll_request(in->setup.worker,
+                              fiatomic_ep_flush_nbx(in->ep, &param),
+                              now_sec() + bound);
+        st->report.flush_pending = (status == UCS_INPROGRESS);
+        fault_post_mix(in, st, &more);
+        st->report.later_pending = fault_wait(in, &more, now_sec() + bound,
+                                              &st->report);
+    }
+    st->report.seconds = now_sec() - start;
+}
+
 int run_initiator()
 {
+    std::unique_ptr<fault_state> fault(new fault_state());
     initiator in;
     std::vector<job_task> tasks;
     bool connected = false;
@@ -513,6 +630,58 @@ int run_initiator()
             job_result result = run_job(&in, tasks);
             std::vector<uint8_t> packed = pack_job_result(result);
             reply_ok(packed.data(), packed.size());
+            break;
+        }
+        case MSG_FAULT_POST:
+            memset(&fault->report, 0, sizeof(fault->report));
+            memset(fault->buf, 3, sizeof(fault->buf));
+            memset(fault->cmp, 1, sizeof(fault->cmp));
+            for (int r = 0; r < 20; ++r) {
+                fault_post_mix(&in, fault.get(), &fault->ops);
+            }
+            reply_ok();
+            break;
+        case MSG_FAULT_WAIT: {
+            bytes b(payload);
+            double bound = b.get<double>();
+            fault_finish(&in, fault.get(), bound, now_sec());
+            reply_ok(&fault->report, sizeof(fault->report));
+            break;
+        }
+        case MSG_FAULT_RUN: {
+            bytes b(payload);
+            double bound = b.get<double>(), start = now_sec();
+            memset(&fault->report, 0, sizeof(fault->report));
+            reply_ok();
+            /* post and retire until something fails or the bound passes */
+            /* (nothing may need the target: shared memory it mapped) */
+            while ((fault->report.failed == 0) &&
+                   (now_sec() - start <
+                    ((fault->report.target_needed || !fault->report.posted) ?
+                     bound : 2.0))) {
+                std::vector<fault_op> still;
+                fault_post_mix(&in, fault.get(), &fault->ops);
+                ucp_worker_progress(in.setup.worker);
+                for (fault_op &o : fault->ops) {
+                    ucs_status_t status = poll_request(in.setup.worker,
+                                                       o.req, 0);
+                    if (status == UCS_INPROGRESS) {
+                        still.push_back(o);
+                    } else if (status != UCS_OK) {
+                        fault->report.failed++;
+                    }
+                }
+                fault->ops.swap(still);
+                while (fault->ops.size() > 256) {
+                    std::vector<fault_op> one(1, fault->ops.front());
+                    fault->ops.erase(fault->ops.begin());
+                    fault->report.pending += fault_wait(&in, &one,
+                                                        now_sec() + bound,
+                                                        &fault->report);
+                }
+            }
+            fault_finish(&in, fault.get(), bound, start);
+            reply_ok(&fault->report, sizeof(fault->report));
             break;
         }
         case MSG_EXIT:

@@ -1,0 +1,591 @@
+/*
+ * Concurrency: 4 initiator processes x 1000 operations on the same
+ * elements, for element sizes 1, 2, 4 and 8 bytes at once, per strategy
+ * (and mixed strategies). SUM, PROD, LXOR (the sequence of states is fixed
+ * whatever the order), MAX and MIN (a linearizable chain of states), CSWAP
+ * chains where exactly one process wins each step, MSWAP on disjoint bits.
+ * Final values and the multiset of fetched values are checked exactly.
+ * 1- and 2-byte elements share their 32-bit words with each other and with
+ * an untouched sentinel byte.
+ */
+#include "fiatomic_test_env.h"
+#include "fiatomic_test_values.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+
+using namespace fiatomic_test;
+
+namespace {
+
+const int PROCS      = 4;
+const int ITERATIONS = 1000;
+
+enum kind {
+    K_SUM,
+    K_PROD,
+    K_MAX,
+    K_MIN,
+    K_LXOR,
+    K_CSWAP,
+    K_MSWAP,
+    K_FSUM, /* float/double SUM (4 and 8 bytes) */
+    K_LAST
+};
+
+const char *kind_names[] = {"sum", "prod", "max", "min", "lxor", "cswap",
+                            "mswap", "fsum"};
+
+int kind_datatype(kind k, size_t size)
+{
+    static const int sdt[] = {0, FI_INT8, FI_INT16, 0, FI_INT32, 0, 0, 0,
+                              FI_INT64};
+    static const int udt[] = {0, FI_UINT8, FI_UINT16, 0, FI_UINT32, 0, 0, 0,
+                              FI_UINT64};
+    switch (k) {
+    case K_SUM:
+        return (size <= 2) ? sdt[size] : udt[size]; /* signed wrap too */
+    case K_MAX:
+    case K_MIN:
+        return sdt[size];
+    case K_FSUM:
+        return (size == 4) ? FI_FLOAT : (size == 8) ? FI_DOUBLE : -1;
+    default:
+        return udt[size];
+    }
+}
+
+int kind_op(kind k)
+{
+    static const int ops[] = {FI_SUM, FI_PROD, FI_MAX, FI_MIN, FI_LXOR,
+                              FI_CSWAP, FI_MSWAP, FI_SUM};
+    return ops[k];
+}
+
+int kind_family(kind k)
+{
+    return ((k == K_CSWAP) || (k == K_MSWAP)) ? FIATOMIC_FAMILY_COMPARE :
+                                                FIATOMIC_FAMILY_FETCH;
+}
+
+uint64_t to_u64(const uint8_t *p, size_t size)
+{
+    uint64_t v = 0;
+    memcpy(&v, p, size);
+    return v;
+}
+
+int64_t to_i64(const uint8_t *p, size_t size)
+{
+    uint64_t v = to_u64(p, size);
+    if ((size < 8) && ((v >> (size * 8 - 1)) & 1)) {
+        v |= ~(uint64_t)0 << (size * 8);
+    }
+    return (int64_t)v;
+}
+
+value_t from_u64(uint64_t v, size_t size)
+{
+    value_t x(size);
+    memcpy(x.data(), &v, size);
+    return x;
+}
+
+uint64_t size_mask(size_t size)
+{
+    return (size == 8) ? ~(uint64_t)0 : (((uint64_t)1 << (size * 8)) - 1);
+}
+
+/* One hammered element. */
+struct element_task {
+    kind                 k;
+    size_t               size;
+    int                  dt;
+    uint64_t             offset;
+    value_t              init;
+    std::vector<int>     procs;    /* participating processes */
+    std::vector<value_t> operands; /* per process: ITERATIONS values */
+    std::vector<value_t> compares;
+    std::string name() const
+    {
+        return std::string(kind_names[k]) + "_" +
+               fiatomic_ref_datatype_short_name(dt);
+    }
+};
+
+std::vector<std::string> process_strategies(const config &cfg)
+{
+    if (cfg.strategy != "mixed") {
+        return std::vector<std::string>(PROCS, cfg.strategy);
+    }
+    if (direct_valid(cfg)) {
+        return {"cas", "direct", "auto", "native"};
+    }
+    return {"cas", "auto", "native", "cas"};
+}
+
+class concurrency : public ::testing::TestWithParam<config> {
+protected:
+    void build_tasks(const std::vector<std::string> &strategies);
+    void check_task(const element_task &t, const std::vector<job_result> &res,
+                    const std::vector<size_t> &task_index,
+                    const uint8_t *final_value);
+
+    std::vector<element_task> m_tasks;
+    std::vector<uint64_t>     m_sentinels;
+    uint64_t                  m_area = 0;
+};
+
+void concurrency::build_tasks(const std::vector<std::string> &strategies)
+{
+    uint64_t base = 256;
+
+    for (size_t size : {1, 2, 4, 8}) {
+        uint64_t off = base;
+        for (int ki = 0; ki < K_LAST; ++ki) {
+            kind k = (kind)ki;
+            int dt = kind_datatype(k, size);
+            element_task t;
+            if (dt < 0) {
+                continue;
+            }
+            t.k      = k;
+            t.size   = size;
+            t.dt     = dt;
+            t.offset = off;
+            off     += size;
+            for (int p = 0; p < PROCS; ++p) {
+                config c = GetParam();
+                cell cl  = {kind_family(k), kind_op(k), dt};
+                if (strategy_can(c, strategies[p], cl)) {
+                    t.procs.push_back(p);
+                }
+            }
+            uint64_t bits = size * 8;
+            uint64_t mask = size_mask(size);
+            uint64_t top  = (uint64_t)1 << (bits - 1);
+            switch (k) {
+            case K_SUM:
+                t.init = (size <= 2) ? int_value(dt, (int64_t)(top - 7)) :
+                                       from_u64(mask - 1500, size);
+                break;
+            case K_PROD:
+                t.init = from_u64(5, size);
+                break;
+            case K_MAX:
+                t.init = from_u64(top, size); /* signed minimum */
+                break;
+            case K_MIN:
+                t.init = from_u64(top - 1, size); /* signed maximum */
+                break;
+            case K_LXOR:
+                t.init = from_u64(0x10, size);
+                break;
+            case K_CSWAP:
+                t.init = from_u64(mask - 100, size);
+                break;
+            case K_MSWAP:
+                t.init = from_u64(0xa5a5a5a5a5a5a5a5ull & mask, size);
+                break;
+            case K_FSUM:
+                t.init = value_t(size, 0); /* +0.0 */
+                break;
+            default:
+                break;
+            }
+            for (int p = 0; p < PROCS; ++p) {
+                value_t ops, cmps;
+                for (int i = 0; i < ITERATIONS; ++i) {
+                    value_t o, c(size, 0);
+                    switch (k) {
+                    case K_SUM:
+                    case K_LXOR:
+                        o = from_u64(1, size);
+                        break;
+                    case K_PROD:
+                        o = from_u64(3, size);
+                        break;
+                    case K_FSUM:
+                        if (size == 4) {
+                            float f = 1.0f;
+                            o.assign((uint8_t*)&f, (uint8_t*)&f + 4);
+                        } else {
+                            double d = 1.0;
+                            o.assign((uint8_t*)&d, (uint8_t*)&d + 8);
+                        }
+                        break;
+                    case K_MAX:
+                    case K_MIN: {
+                        /* a ramp over the whole signed range with a
+                         * per-process offset: many transitions, many
+                         * duplicates */
+                        double frac = (double)i / ITERATIONS;
+                        if (k == K_MIN) {
+                            frac = 1.0 - frac;
+                        }
+                        double half = (double)(top - 1) * 0.999;
+                        double dv   = -half + frac * 2.0 * half +
+                                      p * 3.0 - 4.0;
+                        int64_t v   = (int64_t)dv; /* |dv| < 2^63 */
+                        o = int_value(dt, v);
+                        break;
+                    }
+                    case K_MSWAP: {
+                        /* process p owns bits p, p+4, p+8, ... */
+                        uint64_t pm = 0;
+                        for (uint64_t b = p; b < bits; b += PROCS) {
+                            pm |= (uint64_t)1 << b;
+                        }
+                        uint64_t pattern = (uint64_t)(i + 1) *
+                                           0x9e3779b97f4a7c15ull;
+                        o = from_u64(pattern & mask, size);
+                        c = from_u64(pm, size);
+                        break;
+                    }
+                    default: /* CSWAP: adaptive, filled by the peer */
+                        o = value_t(size, 0);
+                        break;
+                    }
+                    ops.insert(ops.end(), o.begin(), o.end());
+                    cmps.insert(cmps.end(), c.begin(), c.end());
+                }
+                t.operands.push_back(ops);
+                t.compares.push_back(cmps);
+            }
+            if (!t.procs.empty()) {
+                m_tasks.push_back(t);
+            }
+        }
+        /* the sentinel shares its word with the last elements */
+        m_sentinels.push_back(off);
+        base = ((off + size + 63) / 64) * 64 + 64;
+    }
+    m_area = base + 64;
+}
+
+void concurrency::check_task(const element_task &t,
+                             const std::vector<job_result> &res,
+                             const std::vector<size_t> &task_index,
+                             const uint8_t *final_value)
+{
+    const size_t size = t.size;
+    const int dt      = t.dt;
+    const size_t T    = t.procs.size() * ITERATIONS;
+    std::map<value_t, size_t> fetched;
+    std::vector<std::pair<value_t, value_t>> ops; /* (operand|compare,
+                                                     fetched) */
+
+    SCOPED_TRACE(t.name() + " with " + std::to_string(t.procs.size()) +
+                 " processes");
+    for (int p : t.procs) {
+        const std::vector<uint8_t> &f = res[p].fetched[task_index[p]];
+        const std::vector<uint8_t> &c = res[p].compares[task_index[p]];
+        ASSERT_EQ(ITERATIONS * size, f.size());
+        for (int i = 0; i < ITERATIONS; ++i) {
+            value_t fv(f.begin() + i * size, f.begin() + (i + 1) * size);
+            value_t ov;
+            fetched[fv]++;
+            if (t.k == K_CSWAP) {
+                ov.assign(c.begin() + i * size, c.begin() + (i + 1) * size);
+            } else {
+                ov.assign(t.operands[p].begin() + i * size,
+                          t.operands[p].begin() + (i + 1) * size);
+            }
+            ops.push_back({ov, fv});
+        }
+    }
+    value_t final_v(final_value, final_value + size);
+
+    switch (t.k) {
+    case K_SUM:
+    case K_PROD:
+    case K_LXOR:
+    case K_FSUM: {
+        /* the same operand every time: the sequence of states does not
+         * depend on the order */
+        std::map<value_t, size_t> expected;
+        value_t state = t.init;
+        for (size_t n = 0; n < T; ++n) {
+            expected[state]++;
+            fiatomic_ref_apply(FIATOMIC_REF_FAMILY_BASE, kind_op(t.k), dt,
+                               state.data(), t.operands[t.procs[0]].data(),
+                               NULL, NULL);
+        }
+        EXPECT_TRUE(fiatomic_ref_bits_equal(dt, state.data(), final_v.data()))
+                << "final " << fmt(dt, final_v.data()) << ", expected "
+                << fmt(dt, state.data());
+        if (expected != fetched) {
+            int shown = 0;
+            for (const auto &e : expected) {
+                auto it = fetched.find(e.first);
+                size_t got = (it == fetched.end()) ? 0 : it->second;
+                if ((got != e.second) && (shown++ < 5)) {
+                    ADD_FAILURE() << "value " << fmt(dt, e.first.data())
+                                  << " fetched " << got << " times, "
+                                  << "expected " << e.second;
+                }
+            }
+            for (const auto &g : fetched) {
+                if (!expected.count(g.first) && (shown++ < 8)) {
+                    ADD_FAILURE() << "value " << fmt(dt, g.first.data())
+                                  << " fetched " << g.second << " times, "
+                                  << "never a state";
+                }
+            }
+        }
+        break;
+    }
+    case K_MAX:
+    case K_MIN: {
+        /* a linearizable fetch-max/min register: the states form a chain;
+         * each state but the last is left by exactly one operation, whose
+         * operand is the next state; every other operation that saw a state
+         * did not pass it */
+        bool is_max = (t.k == K_MAX);
+        auto better = [&](int64_t a, int64_t b) {
+            return is_max ? (a > b) : (a < b);
+        };
+        int64_t best = to_i64(t.init.data(), size);
+        std::map<int64_t, std::vector<int64_t>> seen; /* state -> operands */
+        for (const auto &o : ops) {
+            int64_t v = to_i64(o.first.data(), size);
+            if (better(v, best)) {
+                best = v;
+            }
+            seen[to_i64(o.second.data(), size)].push_back(v);
+        }
+        int64_t fin = to_i64(final_v.data(), size);
+        EXPECT_EQ(best, fin) << "final value";
+        std::set<int64_t> states;
+        for (const auto &s : seen) {
+            states.insert(s.first);
+        }
+        states.insert(fin);
+        std::vector<int64_t> chain(states.begin(), states.end());
+        if (!is_max) {
+            std::reverse(chain.begin(), chain.end());
+        }
+        EXPECT_EQ(to_i64(t.init.data(), size), chain.front())
+                << "the first state is not the initial value";
+        int bad = 0;
+        for (size_t s = 0; s < chain.size(); ++s) {
+            size_t leaving = 0;
+            for (int64_t v : seen[chain[s]]) {
+                if (better(v, chain[s])) {
+                    ++leaving;
+                    if ((s + 1 >= chain.size() || v != chain[s + 1]) &&
+                        (bad++ < 5)) {
+                        ADD_FAILURE() << "state " << chain[s]
+                                      << " was left for " << v
+                                      << ", not for the next state";
+                    }
+                }
+            }
+            size_t want = (s + 1 < chain.size()) ? 1 : 0;
+            if ((leaving != want) && (bad++ < 5)) {
+                ADD_FAILURE() << "state " << chain[s] << " was left by "
+                              << leaving << " operations, expected " << want;
+            }
+        }
+        break;
+    }
+    case K_CSWAP: {
+        /* exactly one winner per step */
+        uint64_t mask = size_mask(size), init = to_u64(t.init.data(), size);
+        std::map<uint64_t, size_t> wins;
+        size_t W = 0;
+        for (const auto &o : ops) {
+            if (o.first == o.second) {
+                wins[to_u64(o.first.data(), size)]++;
+                ++W;
+            }
+        }
+        EXPECT_GT(W, 0u);
+        EXPECT_EQ((init + W) & mask, to_u64(final_v.data(), size))
+                << W << " wins";
+        std::map<uint64_t, size_t> expected;
+        for (size_t n = 0; n < W; ++n) {
+            expected[(init + n) & mask]++;
+        }
+        int shown = 0;
+        for (const auto &e : expected) {
+            size_t got = wins.count(e.first) ? wins[e.first] : 0;
+            if ((got != e.second) && (shown++ < 5)) {
+                ADD_FAILURE() << "step value " << e.first << " won " << got
+                              << " times, expected " << e.second;
+            }
+        }
+        for (const auto &w : wins) {
+            if (!expected.count(w.first) && (shown++ < 8)) {
+                ADD_FAILURE() << "value " << w.first << " won " << w.second
+                              << " times, never a step of the chain";
+            }
+        }
+        break;
+    }
+    case K_MSWAP: {
+        /* each process owns its bits: it sees exactly what it wrote last */
+        uint64_t init = to_u64(t.init.data(), size), all = 0;
+        uint64_t fin  = to_u64(final_v.data(), size);
+        int bad = 0;
+        for (int p : t.procs) {
+            const std::vector<uint8_t> &f = res[p].fetched[task_index[p]];
+            uint64_t pm   = to_u64(t.compares[p].data(), size);
+            uint64_t prev = init & pm;
+            all |= pm;
+            for (int i = 0; i < ITERATIONS; ++i) {
+                uint64_t got = to_u64(&f[i * size], size) & pm;
+                if ((got != prev) && (bad++ < 5)) {
+                    ADD_FAILURE() << "process " << p << " iteration " << i
+                                  << ": its bits were 0x" << std::hex << got
+                                  << ", it had written 0x" << prev
+                                  << std::dec;
+                }
+                prev = to_u64(&t.operands[p][i * size], size) & pm;
+            }
+            EXPECT_EQ(prev, fin & pm) << "final bits of process " << p;
+        }
+        EXPECT_EQ(init & ~all & size_mask(size), fin & ~all)
+                << "bits nobody owns";
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+TEST_P(concurrency, hammer)
+{
+    const config &cfg = GetParam();
+    std::vector<std::string> strategies = process_strategies(cfg);
+    std::string missing = transport_missing(cfg.tl), error;
+    remote_target tgt;
+    peer_process procs[PROCS];
+    std::vector<job_result> results(PROCS);
+
+    if (!missing.empty()) {
+        GTEST_SKIP() << missing;
+    }
+    build_tasks(strategies);
+    ASSERT_FALSE(m_tasks.empty());
+    ASSERT_TRUE(tgt.start(cfg.tl, cfg.alloc, &error)) << error;
+
+    /* the initial image: a pattern, the elements' initial values */
+    std::vector<uint8_t> image(m_area);
+    for (size_t i = 0; i < image.size(); ++i) {
+        image[i] = (uint8_t)(0x5c + i * 29);
+    }
+    for (const element_task &t : m_tasks) {
+        memcpy(&image[t.offset], t.init.data(), t.size);
+    }
+    ASSERT_TRUE(tgt.write(0, 0, image.data(), image.size(), &error)) << error;
+
+    std::vector<uint8_t> hello = tgt.info().pack();
+    std::vector<std::vector<size_t>> index(PROCS,
+                                           std::vector<size_t>(m_tasks.size()));
+    for (int p = 0; p < PROCS; ++p) {
+        ASSERT_TRUE(procs[p].spawn({"initiator"},
+                                   peer_env(cfg.tl, strategies[p]), &error))
+                << error;
+        ASSERT_TRUE(procs[p].request(MSG_CONNECT, hello.data(), hello.size(),
+                                     NULL, &error)) << error;
+        std::vector<job_task> job;
+        for (size_t ti = 0; ti < m_tasks.size(); ++ti) {
+            const element_task &t = m_tasks[ti];
+            if (std::find(t.procs.begin(), t.procs.end(), p) ==
+                t.procs.end()) {
+                continue;
+            }
+            job_task jt;
+            jt.kind       = (t.k == K_CSWAP) ? JOB_CSWAP_CHAIN : JOB_EXPLICIT;
+            jt.family     = kind_family(t.k);
+            jt.op         = kind_op(t.k);
+            jt.datatype   = t.dt;
+            jt.region     = 0;
+            jt.offset     = t.offset;
+            jt.iterations = ITERATIONS;
+            jt.operands   = t.operands[p];
+            jt.compares   = (t.k == K_CSWAP) ? t.init : t.compares[p];
+            index[p][ti]  = job.size();
+            job.push_back(jt);
+        }
+        std::vector<uint8_t> packed = pack_job(job);
+        ASSERT_TRUE(procs[p].request(MSG_JOB, packed.data(), packed.size(),
+                                     NULL, &error)) << error;
+    }
+
+    double start = now_sec();
+    for (int p = 0; p < PROCS; ++p) {
+        ASSERT_TRUE(procs[p].send(MSG_GO, NULL, 0, &error)) << error;
+    }
+    for (int p = 0; p < PROCS; ++p) {
+        std::vector<uint8_t> reply;
+        ASSERT_TRUE(procs[p].receive_ok(&reply, &error, 400000)) << error;
+        ASSERT_TRUE(unpack_job_result(reply, &results[p]));
+        EXPECT_EQ("", results[p].error) << "process " << p << " ("
+                                        << strategies[p] << ")";
+    }
+    double elapsed = now_sec() - start;
+    if (HasFailure()) {
+        return;
+    }
+
+    std::vector<uint8_t> after(m_area);
+    ASSERT_TRUE(tgt.read(0, 0, after.data(), after.size(), &error)) << error;
+    for (size_t ti = 0; ti < m_tasks.size(); ++ti) {
+        std::vector<size_t> idx(PROCS);
+        for (int p = 0; p < PROCS; ++p) {
+            idx[p] = index[p][ti];
+        }
+        check_task(m_tasks[ti], results, idx, &after[m_tasks[ti].offset]);
+    }
+    /* bytes that are no element: the sentinels in the hammered words and
+     * everything between the groups */
+    std::vector<bool> element(m_area, false);
+    for (const element_task &t : m_tasks) {
+        for (size_t b = 0; b < t.size; ++b) {
+            element[t.offset + b] = true;
+        }
+    }
+    int changed = 0;
+    for (size_t i = 0; i < m_area; ++i) {
+        if (!element[i] && (after[i] != image[i]) && (changed++ < 5)) {
+            ADD_FAILURE() << "byte " << i << " belongs to no element but "
+                          << "changed from 0x" << std::hex << (int)image[i]
+                          << " to 0x" << (int)after[i] << std::dec;
+        }
+    }
+
+    for (int p = 0; p < PROCS; ++p) {
+        EXPECT_TRUE(procs[p].stop(&error)) << "initiator " << p << ": "
+                                           << error;
+    }
+    EXPECT_TRUE(tgt.stop(&error)) << "target: " << error;
+    std::cout << "[ INFO     ] " << m_tasks.size() << " elements, "
+              << PROCS << " processes x " << ITERATIONS
+              << " iterations in " << elapsed << " s" << std::endl;
+}
+
+#define CONCURRENCY_INSTANTIATE(_tl, _mem, _strategy) \
+    INSTANTIATE_TEST_SUITE_P(_tl##_##_mem##_##_strategy, concurrency, \
+                             ::testing::Values(FIATOMIC_TEST_CONFIG( \
+                                     _tl, _mem, _strategy)), \
+                             config_name());
+CONCURRENCY_INSTANTIATE(posix, alloc, native)
+CONCURRENCY_INSTANTIATE(posix, alloc, cas)
+CONCURRENCY_INSTANTIATE(posix, alloc, direct)
+CONCURRENCY_INSTANTIATE(posix, alloc, auto)
+CONCURRENCY_INSTANTIATE(posix, alloc, mixed)
+CONCURRENCY_INSTANTIATE(posix, user, native)
+CONCURRENCY_INSTANTIATE(posix, user, cas)
+CONCURRENCY_INSTANTIATE(posix, user, auto)
+CONCURRENCY_INSTANTIATE(sysv, alloc, direct)
+CONCURRENCY_INSTANTIATE(sysv, alloc, mixed)
+CONCURRENCY_INSTANTIATE(tcp, user, native)
+CONCURRENCY_INSTANTIATE(tcp, user, cas)
+CONCURRENCY_INSTANTIATE(tcp, user, auto)
+CONCURRENCY_INSTANTIATE(tcp, user, mixed)
+
+} // namespace

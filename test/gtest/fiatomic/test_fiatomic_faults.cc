@@ -1,0 +1,146 @@
+/*
+ * Faults: the target process is killed (SIGKILL) while operations, CAS loops
+ * included, are outstanding. Every request completes in bounded time (with
+ * an error where the target had to act), flush and later operations do not
+ * hang, the initiator shuts down cleanly, nothing crashes.
+ *
+ * The initiator is a fiatomic_test_peer process too, so that a crash in it
+ * (in the library or in UCX) fails this test instead of the whole suite.
+ */
+#include "fiatomic_test_env.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+using namespace fiatomic_test;
+
+namespace {
+
+const double BOUND_SEC = 30.0;
+
+class faults : public ::testing::TestWithParam<config> {
+protected:
+    void SetUp() override
+    {
+        std::string missing = transport_missing(GetParam().tl), error;
+        kv_list env;
+
+        if (!missing.empty()) {
+            GTEST_SKIP() << missing;
+        }
+        ASSERT_TRUE(m_target.start(GetParam().tl, GetParam().alloc, &error))
+                << error;
+        /* detect a dead peer quickly over shared memory too */
+        env = peer_env(GetParam().tl, GetParam().strategy);
+        env.push_back({"UCX_KEEPALIVE_INTERVAL", "200ms"});
+        ASSERT_TRUE(m_initiator.spawn({"initiator"}, env, &error)) << error;
+        std::vector<uint8_t> hello = m_target.info().pack();
+        ASSERT_TRUE(m_initiator.request(MSG_CONNECT, hello.data(),
+                                        hello.size(), NULL, &error))
+                << error;
+    }
+
+    /* the initiator's answer, or why there is none (a crash: its exit
+     * status is reported by TearDown) */
+    bool collect(fault_report *r)
+    {
+        std::vector<uint8_t> reply;
+        std::string error;
+
+        memset(r, 0, sizeof(*r));
+        if (!m_initiator.receive_ok(&reply, &error,
+                                    (int)(4 * BOUND_SEC * 1000))) {
+            ADD_FAILURE() << "no answer from the initiator: " << error;
+            return false;
+        }
+        if (reply.size() != sizeof(*r)) {
+            ADD_FAILURE() << "bad answer from the initiator";
+            return false;
+        }
+        memcpy(r, reply.data(), sizeof(*r));
+        return true;
+    }
+
+    void check(const fault_report &r)
+    {
+        EXPECT_GT(r.posted, 0u);
+        EXPECT_EQ(0u, r.pending) << r.pending << " of " << r.posted
+                                 << " operations still outstanding "
+                                 << BOUND_SEC << " s after the target died ("
+                                 << r.failed << " failed)";
+        EXPECT_EQ(0u, r.wrong) << "operations the dead target had to "
+                               << "execute completed successfully";
+        if (r.pending == 0) {
+            EXPECT_EQ(0u, r.flush_pending) << "flush did not complete";
+            EXPECT_EQ(0u, r.later_pending)
+                    << "operations posted after the failure hang";
+        }
+        std::cout << "[ INFO     ] " << r.posted << " posted, " << r.failed
+                  << " failed, done in " << r.seconds << " s" << std::endl;
+    }
+
+    void TearDown() override
+    {
+        std::string error;
+
+        if (m_initiator.running()) {
+            EXPECT_TRUE(m_initiator.stop(&error, (int)(3 * BOUND_SEC * 1000)))
+                    << "the initiator after the failure: " << error;
+        }
+    }
+
+    remote_target m_target;
+    peer_process  m_initiator;
+};
+
+/* The target stops progressing, operations are posted, the target dies. */
+TEST_P(faults, killed_with_operations_outstanding)
+{
+    std::string error;
+    fault_report r;
+    bytes b;
+
+    ASSERT_TRUE(m_target.pause(&error)) << error;
+    ASSERT_TRUE(m_initiator.request(MSG_FAULT_POST, NULL, 0, NULL, &error))
+            << error;
+    m_target.process().kill_now();
+    b.put<double>(BOUND_SEC);
+    ASSERT_TRUE(m_initiator.send(MSG_FAULT_WAIT, b.data().data(),
+                                 b.data().size(), &error)) << error;
+    if (collect(&r)) {
+        check(r);
+    }
+}
+
+/* The target dies while operations are being posted and executed. */
+TEST_P(faults, killed_while_running)
+{
+    std::string error;
+    fault_report r;
+    bytes b;
+
+    b.put<double>(BOUND_SEC);
+    ASSERT_TRUE(m_initiator.request(MSG_FAULT_RUN, b.data().data(),
+                                    b.data().size(), NULL, &error)) << error;
+    usleep(300000);
+    m_target.process().kill_now();
+    if (collect(&r)) {
+        check(r);
+        if (r.target_needed) {
+            EXPECT_GT(r.failed, 0u) << "nothing failed within " << BOUND_SEC
+                                    << " s of the target's death";
+        }
+    }
+}
+
+#define FAULTS_INSTANTIATE(_tl, _mem, _strategy) \
+    INSTANTIATE_TEST_SUITE_P(_tl##_##_mem##_##_strategy, faults, \
+                             ::testing::Values(FIATOMIC_TEST_CONFIG( \
+                                     _tl, _mem, _strategy)), \
+                             config_name());
+FAULTS_INSTANTIATE(tcp, user, auto)
+FAULTS_INSTANTIATE(tcp, user, cas)
+FAULTS_INSTANTIATE(posix, user, auto)
+FAULTS_INSTANTIATE(posix, alloc, cas)
+
+} // namespace
