@@ -40,7 +40,7 @@ static bool fiatomic_tl_is_cpu(const char *name, size_t len)
  */
 static void fiatomic_ep_detect_domain(fiatomic_ep_h ep)
 {
-    bool any_amo = false, all_cpu = true;
+    bool any_amo = false, all_cpu = true, sm = false;
     char *text = NULL, *line, *save = NULL, *tl, *end;
     size_t size = 0;
     FILE *stream;
@@ -69,7 +69,9 @@ static void fiatomic_ep_detect_domain(fiatomic_ep_h ep)
         }
         ++tl;
         any_amo = true;
-        if (!fiatomic_tl_is_cpu(tl, end - tl)) {
+        if (fiatomic_tl_is_cpu(tl, end - tl)) {
+            sm = true;
+        } else {
             all_cpu = false;
         }
     }
@@ -77,12 +79,14 @@ static void fiatomic_ep_detect_domain(fiatomic_ep_h ep)
     free(text);
     ep->domain         = all_cpu ? FIATOMIC_DOMAIN_CPU : FIATOMIC_DOMAIN_DEVICE;
     ep->needs_progress = !any_amo;
+    ep->sm_amo         = sm;
     return;
 
 out_unknown:
     free(text);
     ep->domain         = FIATOMIC_DOMAIN_DEVICE;
     ep->needs_progress = true;
+    ep->sm_amo         = false;
 }
 
 FIATOMIC_API ucs_status_t fiatomic_ep_create(fiatomic_h fia, ucp_ep_h ucp_ep,
@@ -281,6 +285,19 @@ FIATOMIC_API ucs_status_t fiatomic_rkey_release(fiatomic_ep_h ep, uint64_t key)
 /* ------------------------------------------------------------------------ */
 /* Strategy selection                                                        */
 
+/*
+ * UCX 1.13.1's shared-memory and self transports return wrong results for
+ * the fetching AND/OR/XOR (seen here: fetch-AND of 7 with 0x80000001 leaves
+ * 7; the non-fetching forms, ADD, SWAP and CSWAP are right). Where such a
+ * transport executes UCP's atomics, those cells take another strategy.
+ */
+static bool fiatomic_ep_native_broken(fiatomic_ep_h ep,
+                                      fiatomic_family_t family, int op)
+{
+    return ep->sm_amo && (family == FIATOMIC_FAMILY_FETCH) &&
+           ((op == FI_BAND) || (op == FI_BOR) || (op == FI_BXOR));
+}
+
 fiatomic_strategy_t fiatomic_ep_select(fiatomic_ep_h ep,
                                        const fiatomic_rkey_t *key,
                                        fiatomic_family_t family, int op,
@@ -294,7 +311,8 @@ fiatomic_strategy_t fiatomic_ep_select(fiatomic_ep_h ep,
         return FIATOMIC_STRATEGY_NONE;
     }
 
-    native = fiatomic_native_has(family, op, datatype);
+    native = fiatomic_native_has(family, op, datatype) &&
+             !fiatomic_ep_native_broken(ep, family, op);
     cas    = fiatomic_cas_has(family, op, datatype);
     /*
      * CPU atomics (direct, target) on 1..8-byte elements are atomic with

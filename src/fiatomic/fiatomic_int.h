@@ -164,6 +164,8 @@ struct fiatomic_ep {
     unsigned          flags;           /* FIATOMIC_EP_FLAG_* */
     fiatomic_domain_t domain;
     bool              needs_progress;  /* UCP's atomics need target CPU */
+    bool              sm_amo;          /* an amo lane is a shared-memory or
+                                          self transport (uct_sm) */
     bool              destroyed;       /* user destroyed it; zombie until
                                           in-flight UCP operations drain */
     bool              unflushed;       /* posts completed locally only */
