@@ -118,10 +118,14 @@ bool bytes::get_raw(void *p, size_t n)
 {
     if ((m_pos > m_data.size()) || (m_data.size() - m_pos < n)) {
         m_pos = m_data.size() + 1; /* poison */
-        memset(p, 0, n);
+        if (n > 0) {
+            memset(p, 0, n);
+        }
         return false;
     }
-    memcpy(p, m_data.data() + m_pos, n);
+    if (n > 0) {
+        memcpy(p, m_data.data() + m_pos, n);
+    }
     m_pos += n;
     return true;
 }

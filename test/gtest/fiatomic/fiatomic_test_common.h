@@ -69,7 +69,9 @@ public:
     void put_raw(const void *p, size_t n)
     {
         const uint8_t *b = static_cast<const uint8_t*>(p);
-        m_data.insert(m_data.end(), b, b + n);
+        if (n > 0) {
+            m_data.insert(m_data.end(), b, b + n);
+        }
     }
     void put_blob(const void *p, size_t n)
     {
