@@ -17,6 +17,7 @@ iters=200   # modest: the whole matrix runs in well under a minute
 warmup=20
 strategy=
 deps=1
+build_only=0
 extra=()
 
 usage() {
@@ -34,6 +35,7 @@ Usage: contrib/run-matrix.sh [options]
   --csv              CSV instead of tables (progress and SUMMARY on stderr)
   --build-dir DIR    build directory (default \$BUILD_DIR or build-release)
   --no-deps          skip contrib/install-deps.sh
+  --build-only       install, build, and stop (used by contrib/perf-report.sh)
 EOF
 }
 
@@ -49,6 +51,7 @@ while [ $# -gt 0 ]; do
     --csv)        extra+=(--csv) ;;
     --build-dir)  builddir=$2; shift ;;
     --no-deps)    deps=0 ;;
+    --build-only) build_only=1 ;;
     -h|--help)    usage; exit 0 ;;
     *)            usage >&2; exit 2 ;;
     esac
@@ -84,6 +87,8 @@ fi
 step "build ($builddir)"
 make -j"$(nproc)" > "$logdir/run-matrix-make.log" 2>&1 ||
     { grep -E "error|Error" "$logdir/run-matrix-make.log" | head -40 >&2; exit 1; }
+
+[ "$build_only" -eq 0 ] || exit 0
 
 # Two cores or more: initiator and target on different CPUs, so that the
 # two spinning processes never share one (each call would then wait for a

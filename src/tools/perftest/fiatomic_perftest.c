@@ -187,6 +187,8 @@ int main(int argc, char **argv)
         {NULL, 0, NULL, 0}
     };
     char default_tls[] = "posix,tcp";
+    char self_exe[4096];
+    ssize_t len;
     int server = 0, serve_fd = -1, matrix = 0, goals = 0, verify = -1;
     perf_opts_t o;
     int opt, ret;
@@ -204,6 +206,13 @@ int main(int argc, char **argv)
     o.cpu_client           = -1;
     o.cpu_server           = -1;
     o.self_exe             = "/proc/self/exe";
+    /* the real path, so that valgrind (which virtualizes this readlink)
+     * follows the target process too */
+    len = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
+    if (len > 0) {
+        self_exe[len] = '\0';
+        o.self_exe    = self_exe;
+    }
     perf_parse_list(default_tls, &o);
 
     while ((opt = getopt_long(argc, argv, "sp:f:o:d:c:W:n:w:h", options,

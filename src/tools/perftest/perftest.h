@@ -74,7 +74,7 @@ typedef struct perf_result {
 enum {
     PERF_CMD_WRITE = 1, /* payload -> region at offset; reply empty */
     PERF_CMD_READ,      /* reply: length bytes of region at offset */
-    PERF_CMD_RSS,       /* reply: uint64_t resident set size, bytes */
+    PERF_CMD_RSS,       /* reply: uint64_t RSS bytes, uint64_t mallocs */
     PERF_CMD_OFI_OPEN,  /* payload: provider name; reply: ofi target info */
     PERF_CMD_OFI_CLOSE,
     PERF_CMD_QUIT
@@ -110,6 +110,11 @@ int perf_node_init(perf_node_t *node);
 void perf_node_cleanup(perf_node_t *node);
 /** RSS of this process in bytes (from /proc/self/statm). */
 uint64_t perf_rss_bytes(void);
+/** Calls to the malloc family so far (perftest_malloc.c); stays 0 where
+ *  they cannot be counted (sanitizers, valgrind). */
+uint64_t perf_malloc_calls(void);
+/** 1 when perf_malloc_calls() really counts. */
+int perf_malloc_count_works(void);
 
 
 /* ------------------------------------------------------------------------ */
@@ -149,7 +154,8 @@ int perf_session_write(perf_session_t *s, perf_region_t region,
                        uint64_t offset, const void *buf, size_t len);
 int perf_session_read(perf_session_t *s, perf_region_t region,
                       uint64_t offset, void *buf, size_t len);
-int perf_session_server_rss(perf_session_t *s, uint64_t *rss_p);
+int perf_session_server_rss(perf_session_t *s, uint64_t *rss_p,
+                            uint64_t *mallocs_p);
 
 /** Progress until a fiatomic request completes; frees it. */
 ucs_status_t perf_session_wait(perf_session_t *s, ucs_status_ptr_t sptr);

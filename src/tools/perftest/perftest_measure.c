@@ -13,7 +13,7 @@
  *    PERF_LAT_SAMPLES calls carry timestamps, so a shared-memory call of
  *    ~20 ns is not dominated by reading the clock);
  *  - average: whole timed span / calls (ucx_perftest's "overall");
- *  - typical: the run is cut into small batches (16 calls, or 8 windows)
+ *  - typical: the run is cut into small batches (16 calls, or 2 windows)
  *    and the median batch average is taken. It is as precise as the
  *    average and, like the median, immune to the scheduler stalls of a
  *    loaded 2-core machine (a stall spoils one batch); the goals use it.
@@ -151,10 +151,10 @@ static double perf_pct(const perf_samples_t *sm, double pct)
     return perf_time_to_us(sm->samples[i]);
 }
 
-/* Batches of 16 calls, or 8 windows' worth, at most PERF_MAX_BATCHES. */
+/* Batches of 16 calls, or 2 windows' worth, at most PERF_MAX_BATCHES. */
 static size_t perf_num_batches(const perf_params_t *p)
 {
-    size_t min_batch = (p->window > 1) ? 8 * (size_t)p->window : 16;
+    size_t min_batch = (p->window > 1) ? 2 * (size_t)p->window : 16;
     size_t nb        = p->iters / min_batch;
 
     return (nb < 1) ? 1 : (nb > PERF_MAX_BATCHES) ? PERF_MAX_BATCHES : nb;

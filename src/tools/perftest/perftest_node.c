@@ -5,6 +5,7 @@
 #include "perftest.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 int perf_node_init(perf_node_t *node)
@@ -70,4 +71,13 @@ uint64_t perf_rss_bytes(void)
     }
     fclose(f);
     return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+int perf_malloc_count_works(void)
+{
+    uint64_t before = perf_malloc_calls();
+    void *volatile p = malloc(64);
+
+    free(p);
+    return perf_malloc_calls() != before;
 }

@@ -121,7 +121,7 @@ static int perf_server_command(perf_server_t *srv, int fd)
     uint8_t *mem, discard[256];
     size_t len = 0, n;
     void *blob;
-    uint64_t rss;
+    uint64_t rss[2];
     char name[64];
     int in_range;
 
@@ -155,8 +155,9 @@ static int perf_server_command(perf_server_t *srv, int fd)
         return perf_server_reply(fd, 0, mem + hdr.offset, hdr.length) ?
                -1 : 1;
     case PERF_CMD_RSS:
-        rss = perf_rss_bytes();
-        return perf_server_reply(fd, 0, &rss, sizeof(rss)) ? -1 : 1;
+        rss[0] = perf_rss_bytes();
+        rss[1] = perf_malloc_calls();
+        return perf_server_reply(fd, 0, rss, sizeof(rss)) ? -1 : 1;
     case PERF_CMD_OFI_OPEN:
         if ((hdr.length >= sizeof(name)) ||
             perf_ctl_read_all(fd, name, hdr.length)) {

@@ -189,12 +189,18 @@ int perf_session_read(perf_session_t *s, perf_region_t region,
     return perf_ctl_read_all(s->ctl_fd, buf, len);
 }
 
-int perf_session_server_rss(perf_session_t *s, uint64_t *rss_p)
+int perf_session_server_rss(perf_session_t *s, uint64_t *rss_p,
+                            uint64_t *mallocs_p)
 {
-    if (perf_session_command(s, PERF_CMD_RSS, 0, 0, NULL, 0)) {
+    uint64_t v[2];
+
+    if (perf_session_command(s, PERF_CMD_RSS, 0, 0, NULL, 0) ||
+        perf_ctl_read_all(s->ctl_fd, v, sizeof(v))) {
         return -1;
     }
-    return perf_ctl_read_all(s->ctl_fd, rss_p, sizeof(*rss_p));
+    *rss_p     = v[0];
+    *mallocs_p = v[1];
+    return 0;
 }
 
 ucs_status_t perf_session_wait(perf_session_t *s, ucs_status_ptr_t sptr)
