@@ -249,7 +249,7 @@ bool unpack_job_result(const std::vector<uint8_t> &data, job_result *result)
 
 ucs_status_t ucp_setup_create(const std::vector<std::pair<std::string,
                                                           std::string>> &cfg,
-                              const fiatomic_params_t *params,
+                              const fiatomic_params_t *params, bool am,
                               ucp_setup *setup, std::string *error)
 {
     ucp_params_t ucp_params;
@@ -281,7 +281,7 @@ ucs_status_t ucp_setup_create(const std::vector<std::pair<std::string,
     memset(&ucp_params, 0, sizeof(ucp_params));
     ucp_params.field_mask = UCP_PARAM_FIELD_FEATURES;
     ucp_params.features   = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 |
-                            UCP_FEATURE_AMO64;
+                            UCP_FEATURE_AMO64 | (am ? UCP_FEATURE_AM : 0);
     status = ucp_init(&ucp_params, config, &setup->context);
     ucp_config_release(config);
     if (status != UCS_OK) {
@@ -397,6 +397,13 @@ ucs_status_t wait_request(ucp_worker_h worker, ucs_status_ptr_t p,
         return UCS_ERR_TIMED_OUT;
     }
     return status;
+}
+
+bool peer_am_from_env()
+{
+    const char *v = getenv("FIATOMIC_TEST_AM");
+
+    return (v == NULL) || strcmp(v, "0");
 }
 
 size_t dt_size(int datatype)

@@ -174,13 +174,17 @@ struct ucp_setup {
 };
 
 /**
- * Create a UCP context (RMA|AMO32|AMO64) with the given UCX configuration
- * overrides ("TLS", "tcp"), a worker, and a fiatomic context.
+ * Create a UCP context (RMA|AMO32|AMO64, plus AM when `am`: target-side
+ * execution) with the given UCX configuration overrides ("TLS", "tcp"), a
+ * worker, and a fiatomic context.
  */
 ucs_status_t ucp_setup_create(const std::vector<std::pair<std::string,
                                                           std::string>> &cfg,
-                              const fiatomic_params_t *params,
+                              const fiatomic_params_t *params, bool am,
                               ucp_setup *setup, std::string *error);
+
+/** Whether a peer process uses UCP_FEATURE_AM (FIATOMIC_TEST_AM=0|1). */
+bool peer_am_from_env();
 void ucp_setup_destroy(ucp_setup *setup);
 
 /** Close a ucp endpoint (flush, or force after a failure), progressing. */

@@ -28,18 +28,23 @@ typedef std::vector<std::pair<std::string, std::string>> kv_list;
 struct config {
     std::string tl;       /* self, posix, sysv, tcp */
     bool        alloc;    /* target memory exposed with ..._FLAG_ALLOCATE */
-    std::string strategy; /* auto, native, cas, direct, or "mixed" for the
-                             multi-process tests */
+    std::string strategy; /* auto, native, cas, direct, target, or "mixed"
+                             for the multi-process tests */
+    bool        am;       /* UCP contexts with UCP_FEATURE_AM (target-side
+                             execution) on both sides */
 
-    std::string name() const; /* "posix_alloc_cas" */
+    std::string name() const; /* "posix_alloc_cas", "tcp_user_auto_noam" */
     bool        two_process() const { return tl != "self"; }
 };
+
+/** From instantiation tokens: strategy "auto_noam" = auto without AM. */
+config make_config(const char *tl, const char *mem, const char *strategy);
 
 /** Expand _X(tl, mem, strategy) for every configuration (names as in
  *  all_configs(), for INSTANTIATE_TEST_SUITE_P prefixes). */
 #define FIATOMIC_TEST_FOR_STRATEGIES(_X, _tl, _mem) \
     _X(_tl, _mem, auto) _X(_tl, _mem, native) _X(_tl, _mem, cas) \
-    _X(_tl, _mem, direct)
+    _X(_tl, _mem, direct) _X(_tl, _mem, target) _X(_tl, _mem, auto_noam)
 #define FIATOMIC_TEST_FOR_MEMS(_X, _tl) \
     FIATOMIC_TEST_FOR_STRATEGIES(_X, _tl, alloc) \
     FIATOMIC_TEST_FOR_STRATEGIES(_X, _tl, user)
@@ -53,7 +58,7 @@ struct config {
     _X(sysv, alloc, auto) _X(sysv, user, auto) \
     _X(tcp, alloc, auto) _X(tcp, user, auto)
 #define FIATOMIC_TEST_CONFIG(_tl, _mem, _strategy) \
-    (::fiatomic_test::config{#_tl, std::string(#_mem) == "alloc", #_strategy})
+    (::fiatomic_test::make_config(#_tl, #_mem, #_strategy))
 
 inline void PrintTo(const config &cfg, std::ostream *os)
 {
@@ -110,12 +115,28 @@ bool native_cell(const cell &c);
 /** Whether the direct strategy can work for this configuration. */
 bool direct_valid(const config &cfg);
 
-/** Whether `strategy` can execute `c` on `cfg`. */
-bool strategy_can(const config &cfg, const std::string &strategy,
-                  const cell &c);
+/**
+ * What a configuration must do with a cell: REQUIRED (query and call
+ * succeed), FORBIDDEN (both refuse), OPTIONAL (the library may go either
+ * way, e.g. to avoid a UCX bug; fiatomic_query_cell and the call must then
+ * agree).
+ */
+enum expectation {
+    FORBIDDEN = 0,
+    REQUIRED  = 1,
+    OPTIONAL  = 2
+};
 
-/** Whether the cell must be supported in this configuration. */
-bool expect_supported(const config &cfg, const cell &c);
+/** What `strategy` can do with `c` on `cfg`. */
+expectation strategy_can(const config &cfg, const std::string &strategy,
+                         const cell &c);
+
+/** The expectation for the configuration's own strategy. */
+expectation expect_cell(const config &cfg, const cell &c);
+inline bool expect_supported(const config &cfg, const cell &c)
+{
+    return expect_cell(cfg, c) == REQUIRED;
+}
 
 fiatomic_strategy_t strategy_from_name(const std::string &name);
 
@@ -165,8 +186,9 @@ private:
 
 std::string peer_path();
 
-/* Environment of a peer for a transport: UCX_TLS and quiet UCX. */
-kv_list peer_env(const std::string &tl, const std::string &strategy = "");
+/* Environment of a peer for a transport: UCX_TLS, quiet UCX, AM or not. */
+kv_list peer_env(const std::string &tl, const std::string &strategy = "",
+                 bool am = true);
 
 /* ------------------------------------------------------------------------ */
 /* Targets: their memory is checked through the control channel (or plain
@@ -202,7 +224,8 @@ public:
     ~remote_target();
 
     bool start(const std::string &tl, bool alloc, std::string *error,
-               size_t len0 = REGION0_LENGTH, size_t len1 = REGION1_LENGTH);
+               bool am = true, size_t len0 = REGION0_LENGTH,
+               size_t len1 = REGION1_LENGTH);
     bool stop(std::string *error);
 
     bool write(int region, uint64_t offset, const void *data, size_t length,

@@ -85,7 +85,7 @@ int run_target(bool alloc, size_t len0, size_t len1)
     bool progressing = true, done = false;
     unsigned idle = 0, busy = 0;
 
-    status = ucp_setup_create({}, NULL, &setup, &error);
+    status = ucp_setup_create({}, NULL, peer_am_from_env(), &setup, &error);
     if (status != UCS_OK) {
         die("%s", error.c_str());
     }
@@ -270,7 +270,8 @@ std::string initiator_connect(initiator *in, const std::vector<uint8_t> &hello)
     if (!in->target.unpack(hello)) {
         return "bad MSG_CONNECT";
     }
-    status = ucp_setup_create({}, NULL, &in->setup, &error);
+    status = ucp_setup_create({}, NULL, peer_am_from_env(), &in->setup,
+                              &error);
     if (status != UCS_OK) {
         return error;
     }

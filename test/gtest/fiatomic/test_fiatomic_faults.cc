@@ -28,10 +28,10 @@ protected:
         if (!missing.empty()) {
             GTEST_SKIP() << missing;
         }
-        ASSERT_TRUE(m_target.start(GetParam().tl, GetParam().alloc, &error))
-                << error;
+        ASSERT_TRUE(m_target.start(GetParam().tl, GetParam().alloc, &error,
+                                   GetParam().am)) << error;
         /* detect a dead peer quickly over shared memory too */
-        env = peer_env(GetParam().tl, GetParam().strategy);
+        env = peer_env(GetParam().tl, GetParam().strategy, GetParam().am);
         env.push_back({"UCX_KEEPALIVE_INTERVAL", "200ms"});
         ASSERT_TRUE(m_initiator.spawn({"initiator"}, env, &error)) << error;
         std::vector<uint8_t> hello = m_target.info().pack();
@@ -140,6 +140,7 @@ TEST_P(faults, killed_while_running)
                              config_name());
 FAULTS_INSTANTIATE(tcp, user, auto)
 FAULTS_INSTANTIATE(tcp, user, cas)
+FAULTS_INSTANTIATE(tcp, user, target)
 FAULTS_INSTANTIATE(posix, user, auto)
 FAULTS_INSTANTIATE(posix, alloc, cas)
 
