@@ -30,7 +30,8 @@ enum msg_type : uint32_t {
     MSG_EXIT,        /* clean up and exit(0) */
     MSG_CONNECT,     /* initiator: the target's hello; answer when ready */
     MSG_JOB,         /* initiator: a job (see job_task) */
-    MSG_GO,          /* initiator: run the job, answer with its results */
+    MSG_GO,          /* initiator: f64 start time (now_sec()): run the job
+                        then, answer with its results */
     MSG_FAULT_POST,  /* initiator: post a mix of operations and keep them
                         outstanding; answer at once */
     MSG_FAULT_WAIT,  /* initiator: f64 bound: wait for them, flush, post

@@ -628,6 +628,15 @@ int run_initiator()
                 reply_error("not connected");
                 break;
             }
+            /* all initiators start at the same moment (CLOCK_MONOTONIC is
+             * system-wide) */
+            if (payload.size() == sizeof(double)) {
+                double start;
+                memcpy(&start, payload.data(), sizeof(start));
+                while (now_sec() < start) {
+                    ucp_worker_progress(in.setup.worker);
+                }
+            }
             job_result result = run_job(&in, tasks);
             std::vector<uint8_t> packed = pack_job_result(result);
             reply_ok(packed.data(), packed.size());

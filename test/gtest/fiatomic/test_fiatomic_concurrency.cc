@@ -31,12 +31,14 @@ enum kind {
     K_LXOR,
     K_CSWAP,
     K_MSWAP,
-    K_FSUM, /* float/double SUM (4 and 8 bytes) */
+    K_FSUM, /* floating point SUM of 1: float, double, double complex */
+    K_LDSUM, /* long double (16 bytes), long double complex (32 bytes) */
+    K_CLXOR, /* LXOR on long double complex (32 bytes) */
     K_LAST
 };
 
 const char *kind_names[] = {"sum", "prod", "max", "min", "lxor", "cswap",
-                            "mswap", "fsum"};
+                            "mswap", "fsum", "ldsum", "clxor"};
 
 int kind_datatype(kind k, size_t size)
 {
@@ -44,6 +46,27 @@ int kind_datatype(kind k, size_t size)
                               FI_INT64};
     static const int udt[] = {0, FI_UINT8, FI_UINT16, 0, FI_UINT32, 0, 0, 0,
                               FI_UINT64};
+
+    /* 16 and 32 bytes: integers without MIN/MAX/MSWAP (their checks here
+     * work on 64-bit values), the floating point types */
+    if (size == 16) {
+        switch (k) {
+        case K_SUM:
+        case K_PROD:
+        case K_LXOR:
+        case K_CSWAP:
+            return FI_UINT128;
+        case K_FSUM:
+            return FI_DOUBLE_COMPLEX;
+        case K_LDSUM:
+            return FI_LONG_DOUBLE;
+        default:
+            return -1;
+        }
+    } else if (size == 32) {
+        return ((k == K_LDSUM) || (k == K_CLXOR)) ? FI_LONG_DOUBLE_COMPLEX :
+                                                    -1;
+    }
     switch (k) {
     case K_SUM:
         return (size <= 2) ? sdt[size] : udt[size]; /* signed wrap too */
@@ -52,6 +75,9 @@ int kind_datatype(kind k, size_t size)
         return sdt[size];
     case K_FSUM:
         return (size == 4) ? FI_FLOAT : (size == 8) ? FI_DOUBLE : -1;
+    case K_LDSUM:
+    case K_CLXOR:
+        return -1;
     default:
         return udt[size];
     }
@@ -60,7 +86,7 @@ int kind_datatype(kind k, size_t size)
 int kind_op(kind k)
 {
     static const int ops[] = {FI_SUM, FI_PROD, FI_MAX, FI_MIN, FI_LXOR,
-                              FI_CSWAP, FI_MSWAP, FI_SUM};
+                              FI_CSWAP, FI_MSWAP, FI_SUM, FI_SUM, FI_LXOR};
     return ops[k];
 }
 
@@ -86,10 +112,70 @@ int64_t to_i64(const uint8_t *p, size_t size)
     return (int64_t)v;
 }
 
+/* little endian, zero-extended to any size */
 value_t from_u64(uint64_t v, size_t size)
 {
-    value_t x(size);
-    memcpy(x.data(), &v, size);
+    value_t x(size, 0);
+    memcpy(x.data(), &v, std::min<size_t>(size, 8));
+    return x;
+}
+
+/* x + n, modulo 2^(8 * size) */
+value_t value_add(value_t x, uint64_t n)
+{
+    unsigned carry = 0;
+
+    for (size_t i = 0; i < x.size(); ++i) {
+        unsigned v = x[i] + (unsigned)((i < 8) ? (n >> (8 * i)) & 0xff : 0) +
+                     carry;
+        x[i]  = (uint8_t)v;
+        carry = v >> 8;
+    }
+    return x;
+}
+
+/* The padding of x87 long double is no part of the value: zero it so that
+ * values can be compared and counted as bytes. */
+value_t normalized(int dt, value_t x)
+{
+    if ((dt == FI_LONG_DOUBLE) || (dt == FI_LONG_DOUBLE_COMPLEX)) {
+        size_t part = sizeof(long double);
+        for (size_t off = 0; off < x.size(); off += part) {
+            for (size_t b = 10; b < part; ++b) {
+                x[off + b] = 0;
+            }
+        }
+    }
+    return x;
+}
+
+/* 1 of the datatype (the real part of a complex one) */
+value_t one_of(int dt, size_t size)
+{
+    value_t x(size, 0);
+
+    switch (dt) {
+    case FI_FLOAT: {
+        float f = 1.0f;
+        memcpy(x.data(), &f, sizeof(f));
+        break;
+    }
+    case FI_DOUBLE:
+    case FI_DOUBLE_COMPLEX: {
+        double d = 1.0;
+        memcpy(x.data(), &d, sizeof(d));
+        break;
+    }
+    case FI_LONG_DOUBLE:
+    case FI_LONG_DOUBLE_COMPLEX: {
+        long double l = 1.0L;
+        memcpy(x.data(), &l, 10);
+        break;
+    }
+    default:
+        x[0] = 1;
+        break;
+    }
     return x;
 }
 
@@ -142,7 +228,7 @@ void concurrency::build_tasks(const std::vector<std::string> &strategies)
 {
     uint64_t base = 256;
 
-    for (size_t size : {1, 2, 4, 8}) {
+    for (size_t size : {1, 2, 4, 8, 16, 32}) {
         uint64_t off = base;
         for (int ki = 0; ki < K_LAST; ++ki) {
             kind k = (kind)ki;
@@ -165,11 +251,13 @@ void concurrency::build_tasks(const std::vector<std::string> &strategies)
                     t.procs.push_back(p);
                 }
             }
-            uint64_t bits = size * 8;
-            uint64_t mask = size_mask(size);
+            uint64_t bits = std::min<size_t>(size, 8) * 8;
+            uint64_t mask = size_mask(std::min<size_t>(size, 8));
             uint64_t top  = (uint64_t)1 << (bits - 1);
             switch (k) {
             case K_SUM:
+                /* signed wrap for 1/2 bytes, unsigned for 4/8, the carry
+                 * into the high half for 16 */
                 t.init = (size <= 2) ? int_value(dt, (int64_t)(top - 7)) :
                                        from_u64(mask - 1500, size);
                 break;
@@ -192,7 +280,11 @@ void concurrency::build_tasks(const std::vector<std::string> &strategies)
                 t.init = from_u64(0xa5a5a5a5a5a5a5a5ull & mask, size);
                 break;
             case K_FSUM:
+            case K_LDSUM:
                 t.init = value_t(size, 0); /* +0.0 */
+                break;
+            case K_CLXOR:
+                t.init = one_of(dt, size); /* true */
                 break;
             default:
                 break;
@@ -204,19 +296,15 @@ void concurrency::build_tasks(const std::vector<std::string> &strategies)
                     switch (k) {
                     case K_SUM:
                     case K_LXOR:
-                        o = from_u64(1, size);
+                    case K_CLXOR:
+                    case K_LDSUM:
+                        o = one_of(dt, size);
                         break;
                     case K_PROD:
                         o = from_u64(3, size);
                         break;
                     case K_FSUM:
-                        if (size == 4) {
-                            float f = 1.0f;
-                            o.assign((uint8_t*)&f, (uint8_t*)&f + 4);
-                        } else {
-                            double d = 1.0;
-                            o.assign((uint8_t*)&d, (uint8_t*)&d + 8);
-                        }
+                        o = one_of(dt, size);
                         break;
                     case K_MAX:
                     case K_MIN: {
@@ -288,7 +376,7 @@ void concurrency::check_task(const element_task &t,
         for (int i = 0; i < ITERATIONS; ++i) {
             value_t fv(f.begin() + i * size, f.begin() + (i + 1) * size);
             value_t ov;
-            fetched[fv]++;
+            fetched[normalized(dt, fv)]++;
             if (t.k == K_CSWAP) {
                 ov.assign(c.begin() + i * size, c.begin() + (i + 1) * size);
             } else {
@@ -304,13 +392,15 @@ void concurrency::check_task(const element_task &t,
     case K_SUM:
     case K_PROD:
     case K_LXOR:
-    case K_FSUM: {
+    case K_FSUM:
+    case K_LDSUM:
+    case K_CLXOR: {
         /* the same operand every time: the sequence of states does not
          * depend on the order */
         std::map<value_t, size_t> expected;
         value_t state = t.init;
         for (size_t n = 0; n < T; ++n) {
-            expected[state]++;
+            expected[normalized(dt, state)]++;
             fiatomic_ref_apply(FIATOMIC_REF_FAMILY_BASE, kind_op(t.k), dt,
                                state.data(), t.operands[t.procs[0]].data(),
                                NULL, NULL);
@@ -394,34 +484,34 @@ void concurrency::check_task(const element_task &t,
         break;
     }
     case K_CSWAP: {
-        /* exactly one winner per step */
-        uint64_t mask = size_mask(size), init = to_u64(t.init.data(), size);
-        std::map<uint64_t, size_t> wins;
+        /* exactly one winner per step (any width: byte-wise arithmetic) */
+        std::map<value_t, size_t> wins, expected;
         size_t W = 0;
         for (const auto &o : ops) {
             if (o.first == o.second) {
-                wins[to_u64(o.first.data(), size)]++;
+                wins[o.first]++;
                 ++W;
             }
         }
         EXPECT_GT(W, 0u);
-        EXPECT_EQ((init + W) & mask, to_u64(final_v.data(), size))
-                << W << " wins";
-        std::map<uint64_t, size_t> expected;
+        EXPECT_TRUE(value_add(t.init, W) == final_v)
+                << W << " wins, final " << fmt(dt, final_v.data());
         for (size_t n = 0; n < W; ++n) {
-            expected[(init + n) & mask]++;
+            expected[value_add(t.init, n)]++;
         }
         int shown = 0;
         for (const auto &e : expected) {
             size_t got = wins.count(e.first) ? wins[e.first] : 0;
             if ((got != e.second) && (shown++ < 5)) {
-                ADD_FAILURE() << "step value " << e.first << " won " << got
-                              << " times, expected " << e.second;
+                ADD_FAILURE() << "step value " << fmt(dt, e.first.data())
+                              << " won " << got << " times, expected "
+                              << e.second;
             }
         }
         for (const auto &w : wins) {
             if (!expected.count(w.first) && (shown++ < 8)) {
-                ADD_FAILURE() << "value " << w.first << " won " << w.second
+                ADD_FAILURE() << "value " << fmt(dt, w.first.data())
+                              << " won " << w.second
                               << " times, never a step of the chain";
             }
         }
@@ -519,9 +609,10 @@ TEST_P(concurrency, hammer)
                                      NULL, &error)) << error;
     }
 
-    double start = now_sec();
+    double start = now_sec() + 0.1; /* everybody starts then */
     for (int p = 0; p < PROCS; ++p) {
-        ASSERT_TRUE(procs[p].send(MSG_GO, NULL, 0, &error)) << error;
+        ASSERT_TRUE(procs[p].send(MSG_GO, &start, sizeof(start), &error))
+                << error;
     }
     for (int p = 0; p < PROCS; ++p) {
         std::vector<uint8_t> reply;
