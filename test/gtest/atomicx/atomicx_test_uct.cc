@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -295,6 +296,20 @@ unsigned uct_env::progress()
     return uct_worker_progress(m_worker);
 }
 
+bool uct_env::progress_until(const std::function<bool()> &cond,
+                             double seconds)
+{
+    auto deadline = std::chrono::steady_clock::now() +
+                    std::chrono::duration<double>(seconds);
+    while (!cond()) {
+        if (std::chrono::steady_clock::now() > deadline) {
+            return false;
+        }
+        progress();
+    }
+    return true;
+}
+
 ucs_status_t uct_env::start(uct_ep_h ep, uct_atomic_op_t op, unsigned size,
                             bool fetch, uint64_t value, uint64_t compare,
                             uint64_t remote_addr, uct_rkey_t rkey,
@@ -345,10 +360,8 @@ ucs_status_t uct_env::run(uct_ep_h ep, uct_atomic_op_t op, unsigned size,
     } while (status == UCS_ERR_NO_RESOURCE);
 
     if (status == UCS_INPROGRESS) {
-        while (!comp.done) {
-            progress();
-        }
-        status = comp.status;
+        status = progress_until([&] { return comp.done; }) ? comp.status :
+                                                             UCS_ERR_TIMED_OUT;
     }
 
     if ((status == UCS_OK) && !want_result) {
@@ -381,10 +394,8 @@ ucs_status_t uct_env::flush(uct_ep_h ep)
     }
 
     if (status == UCS_INPROGRESS) {
-        while (!comp.done) {
-            progress();
-        }
-        status = comp.status;
+        status = progress_until([&] { return comp.done; }) ? comp.status :
+                                                             UCS_ERR_TIMED_OUT;
     }
     return status;
 }

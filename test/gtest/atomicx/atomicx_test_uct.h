@@ -9,6 +9,7 @@
 #include <uct/api/uct.h>
 #include <ucs/async/async_fwd.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -66,6 +67,11 @@ public:
     void loopback_pair(uct_ep_h *a, uct_ep_h *b);
 
     unsigned progress();
+
+    /* Progresses until cond() holds; false after a deadline (a hang is a
+     * failure, never an endless test) */
+    bool progress_until(const std::function<bool()> &cond,
+                        double seconds = 120);
 
     /* Runs one op to completion and returns its status; fetched value in
      * *result (fetch ops). size 4 or 8; op UCT_ATOMIC_OP_CSWAP uses compare. */

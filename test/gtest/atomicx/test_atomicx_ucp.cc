@@ -27,6 +27,26 @@ extern "C" uint64_t uct_atomicx_ops_started(void);
 
 namespace {
 
+/* A hang must fail the test with a hint, not stall CI */
+const char *volatile phase = "start";
+
+void watchdog(int sig)
+{
+    char msg[256];
+    int len = snprintf(msg, sizeof(msg), "atomicx_ucp: pid %d timed out in "
+                       "phase '%s'\n", getpid(), phase);
+    if (write(2, msg, len) < 0) {
+        /* nothing more to do */
+    }
+    _exit(99);
+}
+
+void arm_watchdog(unsigned seconds)
+{
+    signal(SIGALRM, watchdog);
+    alarm(seconds);
+}
+
 std::string test_device()
 {
     const char *dev = getenv("ATOMICX_TEST_DEV");
@@ -138,10 +158,12 @@ struct ucp_side {
             return status;
         }
 
+        phase  = "connect: flush";
         status = flush();
         if (status != UCS_OK) {
             return status;
         }
+        phase = "connect: waiting for the peer";
 
         /* Keep progressing until the peer's flush is done as well */
         write_all(fd, "R", 1);
@@ -208,6 +230,8 @@ int target_main(int fd)
     ucp_side side;
     std::vector<uint64_t> mem(target_size / 8, guard);
 
+    arm_watchdog(120);
+    phase = "target: init";
     if (side.init() != UCS_OK) {
         return 10;
     }
@@ -235,12 +259,22 @@ int target_main(int fd)
     uint64_t base = (uintptr_t)mem.data();
     write_all(fd, &base, sizeof(base));
 
-    /* No progress from here on */
+    /* The initiator's atomic lane may still be wiring up (flush does not wait
+     * for it): progress until its warm-up atomic is done */
+    struct pollfd pfd = {fd, POLLIN, 0};
+    while (poll(&pfd, 1, 0) == 0) {
+        ucp_worker_progress(side.worker);
+    }
     char c;
+    read_all(fd, &c, 1);
+
+    /* No progress from here on */
+    phase = "target: passive";
     read_all(fd, &c, 1);
     write_all(fd, mem.data(), target_size);
     read_all(fd, &c, 1);
 
+    phase = "target: teardown";
     ucp_mem_unmap(side.context, memh);
     side.close();
     return 0;
@@ -318,6 +352,8 @@ TEST_F(atomicx_ucp, all_ops_target_not_progressing)
     ::close(sv[1]);
     int fd = sv[0];
 
+    arm_watchdog(120);
+    phase = "initiator: init";
     ucp_side side;
     ASSERT_EQ(UCS_OK, side.init());
     ASSERT_EQ(UCS_OK, side.connect(fd));
@@ -327,6 +363,24 @@ TEST_F(atomicx_ucp, all_ops_target_not_progressing)
     read_all(fd, &base, sizeof(base));
     ucp_rkey_h rkey;
     ASSERT_EQ(UCS_OK, ucp_ep_rkey_unpack(side.ep, rkey_buf.data(), &rkey));
+
+    phase = "initiator: warm-up";
+    /* Warm-up while the target still progresses: completes the wireup of
+     * the atomic lane (an atomic read of a guard word) */
+    {
+        uint64_t zero = 0, reply = 0;
+        ucp_request_param_t param;
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE |
+                             UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+        param.datatype     = ucp_dt_make_contig(8);
+        param.reply_buffer = &reply;
+        ASSERT_EQ(UCS_OK, side.wait(ucp_atomic_op_nbx(side.ep,
+                                                      UCP_ATOMIC_OP_ADD,
+                                                      &zero, 1, base, rkey,
+                                                      &param)));
+        ASSERT_EQ(guard, reply);
+    }
+    write_all(fd, "W", 1);
 
     /* UCX's own lane table: the atomic lane is atomicx on the device */
     char *info = nullptr;
@@ -350,6 +404,7 @@ TEST_F(atomicx_ucp, all_ops_target_not_progressing)
               amo_line.find("atomicx/" + test_device()))
             << "the atomic lane is not atomicx:\n" << lanes;
 
+    phase = "initiator: ops";
     uint64_t started_before = uct_atomicx_ops_started();
     unsigned issued = 0;
 
@@ -443,12 +498,15 @@ TEST_F(atomicx_ucp, all_ops_target_not_progressing)
         EXPECT_EQ(guard, mem[i]);
     }
 
+    phase = "initiator: teardown";
     ucp_rkey_destroy(rkey);
     write_all(fd, "E", 1);
     side.close();
+    phase = "initiator: waitpid";
     int wstatus;
     ASSERT_EQ(pid, waitpid(pid, &wstatus, 0));
     EXPECT_TRUE(WIFEXITED(wstatus) && (WEXITSTATUS(wstatus) == 0))
             << "target status " << wstatus;
     ::close(fd);
+    alarm(0);
 }

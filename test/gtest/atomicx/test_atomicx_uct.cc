@@ -280,15 +280,22 @@ TEST(atomicx_uct, flush_with_emulated_ops_in_flight)
         return true;
     };
 
-    while (!(flush_a.done && flush_b.done)) {
-        env.progress();
-        if (flush_a.done) {
-            ASSERT_TRUE(all_done(1)) << "ep a flushed before its ops";
-        }
-        if (flush_b.done) {
-            ASSERT_TRUE(all_done(0)) << "ep b flushed before its ops";
-        }
+    /* A flush that claims completion at once must also be right */
+    if (sa == UCS_OK) {
+        flush_a.done   = true;
+        flush_a.status = UCS_OK;
     }
+    if (sb == UCS_OK) {
+        flush_b.done   = true;
+        flush_b.status = UCS_OK;
+    }
+    bool early = false;
+    ASSERT_TRUE(env.progress_until([&] {
+        early = early || (flush_a.done && !all_done(1)) ||
+                (flush_b.done && !all_done(0));
+        return flush_a.done && flush_b.done && all_done(0) && all_done(1);
+    })) << "flush or ops never completed";
+    EXPECT_FALSE(early) << "an endpoint's flush completed before its ops";
     EXPECT_EQ(UCS_OK, flush_a.status);
     EXPECT_EQ(UCS_OK, flush_b.status);
 
@@ -353,11 +360,14 @@ TEST(atomicx_uct, fence_orders_after_cas_loop)
             if (status == UCS_ERR_NO_RESOURCE) {
                 env.progress();
             }
-        } while (status == UCS_ERR_NO_RESOURCE);
-        ASSERT_EQ(UCS_INPROGRESS, status);
-        while (!c1.done || !c2.done) {
-            env.progress();
+        } while ((status == UCS_ERR_NO_RESOURCE) && !c1.done);
+        if (status == UCS_ERR_NO_RESOURCE) {
+            /* the fence released: the loop is done */
+            status = env.start(a, UCT_ATOMIC_OP_ADD, 8, true, 0, 0,
+                               (uintptr_t)word, rkey.rkey, &read, &c2.super);
         }
+        ASSERT_EQ(UCS_INPROGRESS, status);
+        ASSERT_TRUE(env.progress_until([&] { return c1.done && c2.done; }));
 
         uint64_t expect = (0x1111111100000000ull * i) | (0xabc00000 + i);
         EXPECT_EQ(expect, read) << "iteration " << i;
@@ -517,8 +527,10 @@ int hammer_child(unsigned id, int to_parent, int from_parent)
                 return 11;
             }
         }
-        while (!c[0].done || !c[1].done || !c[3].done) {
-            env.progress();
+        if (!env.progress_until([&] {
+                return c[0].done && c[1].done && c[3].done;
+            })) {
+            return 14;
         }
         fadd.push_back((uint32_t)r64);
         fadd.push_back(r32);
