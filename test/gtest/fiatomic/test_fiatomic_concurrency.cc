@@ -220,7 +220,6 @@ protected:
                     const uint8_t *final_value);
 
     std::vector<element_task> m_tasks;
-    std::vector<uint64_t>     m_sentinels;
     uint64_t                  m_area = 0;
 };
 
@@ -348,8 +347,8 @@ void concurrency::build_tasks(const std::vector<std::string> &strategies)
                 m_tasks.push_back(t);
             }
         }
-        /* the sentinel shares its word with the last elements */
-        m_sentinels.push_back(off);
+        /* the byte after the group (no element: checked unchanged at the
+         * end) shares its word with the last 1- and 2-byte elements */
         base = ((off + size + 63) / 64) * 64 + 64;
     }
     m_area = base + 64;
