@@ -146,6 +146,7 @@ FAULTS_INSTANTIATE(tcp, user, auto)
 FAULTS_INSTANTIATE(tcp, user, cas)
 FAULTS_INSTANTIATE(tcp, user, target)
 FAULTS_INSTANTIATE(posix, user, auto)
+FAULTS_INSTANTIATE(posix, user, cas)
 FAULTS_INSTANTIATE(posix, alloc, cas)
 
 } // namespace
