@@ -159,6 +159,16 @@ void fiatomic_ep_inflight_remove(fiatomic_ep_h ep)
 /* ------------------------------------------------------------------------ */
 /* Keys                                                                      */
 
+/* UCP executes atomics on memory its CPU-atomic transport cannot reach
+ * (posix/sysv on memory they did not allocate) as software atomics, as it
+ * does when there is no atomic lane at all (tcp). */
+static void fiatomic_key_set_sw_amo(fiatomic_ep_h ep, fiatomic_rkey_t *key)
+{
+    key->sw_amo = ep->needs_progress ||
+                  ((ep->domain == FIATOMIC_DOMAIN_CPU) &&
+                   (key->local_base == NULL));
+}
+
 FIATOMIC_API ucs_status_t fiatomic_rkey_unpack(fiatomic_ep_h ep,
                                                const void *key_buffer,
                                                size_t size, uint64_t *key_p)
@@ -224,18 +234,29 @@ FIATOMIC_API ucs_status_t fiatomic_rkey_unpack(fiatomic_ep_h ep,
 
     /* Lanes may have been completed by wireup since ep creation. */
     fiatomic_ep_detect_domain(ep);
-    /* UCP executes atomics on memory its CPU-atomic transport cannot reach
-     * (posix/sysv on memory they did not allocate) as software atomics, as
-     * it does when there is no atomic lane at all (tcp). */
-    key->sw_amo    = ep->needs_progress ||
-                     ((ep->domain == FIATOMIC_DOMAIN_CPU) &&
-                      (key->local_base == NULL));
     key->target_ok = ep->fia->am_enabled &&
                      (hdr.flags & FIATOMIC_KEY_F_TARGET);
-
+    /* The lanes (hence every key's strategies) may differ from before. */
     ep->slots[index].key = key;
+    fiatomic_ep_keys_reset(ep);
+
     *key_p = ((uint64_t)ep->slots[index].generation << 32) | (index + 1);
     return UCS_OK;
+}
+
+void fiatomic_ep_keys_reset(fiatomic_ep_h ep)
+{
+    fiatomic_rkey_t *key;
+    unsigned i;
+
+    for (i = 0; i < ep->num_slots; ++i) {
+        key = ep->slots[i].key;
+        if (key != NULL) {
+            fiatomic_key_set_sw_amo(ep, key);
+            memset(key->strategy, FIATOMIC_STRATEGY_LAST,
+                   sizeof(key->strategy));
+        }
+    }
 }
 
 static fiatomic_key_slot_t *fiatomic_ep_slot_lookup(fiatomic_ep_h ep,
@@ -303,6 +324,16 @@ fiatomic_strategy_t fiatomic_ep_select(fiatomic_ep_h ep,
                                        fiatomic_family_t family, int op,
                                        int datatype)
 {
+    return fiatomic_ep_select_forced(ep, key, family, op, datatype,
+                                     ep->fia->forced);
+}
+
+fiatomic_strategy_t fiatomic_ep_select_forced(fiatomic_ep_h ep,
+                                              const fiatomic_rkey_t *key,
+                                              fiatomic_family_t family,
+                                              int op, int datatype,
+                                              fiatomic_strategy_t forced)
+{
     size_t size = fiatomic_datatype_size(datatype);
     bool cpu    = (ep->domain == FIATOMIC_DOMAIN_CPU);
     bool native, cas, direct, target;
@@ -327,7 +358,7 @@ fiatomic_strategy_t fiatomic_ep_select(fiatomic_ep_h ep,
     target = fiatomic_target_has(family, op, datatype) && key->target_ok &&
              ((size > 8) || cpu);
 
-    switch (ep->fia->forced) {
+    switch (forced) {
     case FIATOMIC_STRATEGY_NATIVE:
         return native ? FIATOMIC_STRATEGY_NATIVE : FIATOMIC_STRATEGY_NONE;
     case FIATOMIC_STRATEGY_CAS:
@@ -358,6 +389,7 @@ fiatomic_strategy_t fiatomic_ep_select(fiatomic_ep_h ep,
 /* Request ordering: start, fence, flush, completion                         */
 
 static void fiatomic_ep_progress_deferred(fiatomic_ep_h ep);
+static void fiatomic_req_complete(fiatomic_req_t *req);
 
 static void fiatomic_ep_start(fiatomic_ep_h ep, fiatomic_req_t *req)
 {
@@ -368,8 +400,6 @@ static void fiatomic_ep_start(fiatomic_ep_h ep, fiatomic_req_t *req)
     /* One extra count held while starting, so an element finishing at once
      * cannot complete the request before every element was started. */
     req->remaining = req->count + 1;
-    ++ep->outstanding;
-    ucs_list_add_tail(&ep->outstanding_list, &req->list);
 
     for (i = 0; i < req->count; ++i) {
         elem = &req->elems[i];
@@ -395,8 +425,14 @@ static void fiatomic_ep_start(fiatomic_ep_h ep, fiatomic_req_t *req)
     }
 
     if (--req->remaining == 0) {
-        fiatomic_ep_req_done(ep, req);
+        fiatomic_req_complete(req); /* all in place: never listed */
+        return;
     }
+
+    /* Completions come from progress now; fences and flushes wait. */
+    req->flags |= FIATOMIC_REQ_F_LISTED;
+    ++ep->outstanding;
+    ucs_list_add_tail(&ep->outstanding_list, &req->list);
 }
 
 /* Report a request's completion to whoever owns it. */
@@ -425,8 +461,11 @@ static void fiatomic_req_complete(fiatomic_req_t *req)
 
 void fiatomic_ep_req_done(fiatomic_ep_h ep, fiatomic_req_t *req)
 {
-    ucs_list_del(&req->list);
-    --ep->outstanding;
+    if (req->flags & FIATOMIC_REQ_F_LISTED) {
+        req->flags &= ~FIATOMIC_REQ_F_LISTED;
+        ucs_list_del(&req->list);
+        --ep->outstanding;
+    }
     fiatomic_req_complete(req);
     if (!ucs_list_is_empty(&ep->deferred)) {
         fiatomic_ep_progress_deferred(ep);

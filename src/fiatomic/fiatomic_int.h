@@ -17,7 +17,6 @@
 
 #define FIATOMIC_API __attribute__((visibility("default")))
 
-#define FIATOMIC_GUESS_SLOTS 256
 #define FIATOMIC_WIDE_LOCKS  64   /* locks for 32-byte elements */
 
 /* Internal invariants only, never user input (that gets a status). */
@@ -149,6 +148,10 @@ typedef struct fiatomic_rkey {
     bool       target_ok;    /* target-side requests can be sent */
     uint32_t   region;
     uint64_t   token;
+    /* fiatomic_ep_select() per cell, filled on first use: the post path
+     * decides with one lookup (FIATOMIC_STRATEGY_LAST = not yet known) */
+    uint8_t    strategy[FIATOMIC_FAMILY_LAST][FIATOMIC_OP_COUNT]
+                       [FIATOMIC_DATATYPE_COUNT];
 } fiatomic_rkey_t;
 
 /* The user's uint64_t key is (generation << 32) | (slot index + 1): 0 is
@@ -185,13 +188,6 @@ struct fiatomic_ep {
                                           reply */
     bool              probe_inflight;  /* liveness probe of the target */
     uint64_t          probe_buf;
-    struct {
-        uint64_t word_addr;
-        uint64_t value;
-    }                 guess[FIATOMIC_GUESS_SLOTS]; /* last value seen per
-                                          word: the first CAS of a loop
-                                          expects it (1 round trip if right,
-                                          the same as a read if wrong) */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -211,7 +207,8 @@ enum {
     FIATOMIC_REQ_F_DELIVERY  = UCS_BIT(4), /* complete at target */
     FIATOMIC_REQ_F_SILENT    = UCS_BIT(5), /* inject / no FI_COMPLETION */
     FIATOMIC_REQ_F_STARTED   = UCS_BIT(6),
-    FIATOMIC_REQ_F_POSTING   = UCS_BIT(7)  /* the post call has not returned */
+    FIATOMIC_REQ_F_POSTING   = UCS_BIT(7), /* the post call has not returned */
+    FIATOMIC_REQ_F_LISTED    = UCS_BIT(8)  /* in ep->outstanding_list */
 };
 
 typedef struct fiatomic_req fiatomic_req_t;
@@ -277,6 +274,29 @@ fiatomic_strategy_t fiatomic_ep_select(fiatomic_ep_h ep,
                                        const fiatomic_rkey_t *key,
                                        fiatomic_family_t family, int op,
                                        int datatype);
+
+/** The strategy `forced` would give (FIATOMIC_STRATEGY_NONE: auto). */
+fiatomic_strategy_t fiatomic_ep_select_forced(fiatomic_ep_h ep,
+                                              const fiatomic_rkey_t *key,
+                                              fiatomic_family_t family,
+                                              int op, int datatype,
+                                              fiatomic_strategy_t forced);
+
+/** The same, cached in the key; family/op/datatype must be in range. */
+static inline fiatomic_strategy_t
+fiatomic_key_strategy(fiatomic_ep_h ep, fiatomic_rkey_t *key,
+                      fiatomic_family_t family, int op, int datatype)
+{
+    uint8_t *cached = &key->strategy[family][op][datatype];
+
+    if (*cached == FIATOMIC_STRATEGY_LAST) {
+        *cached = fiatomic_ep_select(ep, key, family, op, datatype);
+    }
+    return (fiatomic_strategy_t)*cached;
+}
+
+/** Forget every key's cached strategies (the endpoint's lanes changed). */
+void fiatomic_ep_keys_reset(fiatomic_ep_h ep);
 
 /** Issue one UCP atomic on behalf of an element (user_data = elem). */
 ucs_status_ptr_t fiatomic_ucp_amo(fiatomic_elem_t *elem, ucp_atomic_op_t op,

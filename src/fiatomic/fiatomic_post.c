@@ -199,6 +199,30 @@ static void *fiatomic_ioc_next(fiatomic_ioc_iter_t *it, size_t elem_size)
     return ptr;
 }
 
+/*
+ * The strategy of a call's elements under one key: the cell's, except that
+ * an array whose cell is native over software atomics (tcp) goes to the
+ * target in one message instead of one UCP round trip per element.
+ */
+static fiatomic_strategy_t fiatomic_call_strategy(fiatomic_ep_h ep,
+                                                  fiatomic_rkey_t *key,
+                                                  const fiatomic_call_t *call,
+                                                  size_t count)
+{
+    fiatomic_strategy_t strategy = fiatomic_key_strategy(ep, key, call->family,
+                                                         call->op,
+                                                         call->datatype);
+
+    if ((count > 1) && (strategy == FIATOMIC_STRATEGY_NATIVE) &&
+        (ep->fia->forced == FIATOMIC_STRATEGY_NONE) && key->sw_amo &&
+        (fiatomic_ep_select_forced(ep, key, call->family, call->op,
+                                   call->datatype, FIATOMIC_STRATEGY_TARGET) ==
+         FIATOMIC_STRATEGY_TARGET)) {
+        return FIATOMIC_STRATEGY_TARGET;
+    }
+    return strategy;
+}
+
 /* Lay out the elements; with FI_INJECT, operands and compare values are
  * copied so the caller's buffers are free on return. */
 static ucs_status_t fiatomic_call_layout(fiatomic_ep_h ep,
@@ -214,6 +238,7 @@ static ucs_status_t fiatomic_call_layout(fiatomic_ep_h ep,
     fiatomic_ioc_iter_t rsi = {(call->family != FIATOMIC_FAMILY_BASE) ?
                                call->resultv : NULL, 0, 0};
     uint8_t *copy      = req->copy;
+    fiatomic_strategy_t strategy;
     const struct fi_rma_ioc *rma;
     fiatomic_elem_t *elem;
     fiatomic_rkey_t *key;
@@ -224,7 +249,11 @@ static ucs_status_t fiatomic_call_layout(fiatomic_ep_h ep,
         if (rma->count == 0) {
             continue;
         }
-        key = fiatomic_ep_key_lookup(ep, rma->key);
+        key      = fiatomic_ep_key_lookup(ep, rma->key);
+        strategy = fiatomic_call_strategy(ep, key, call, req->count);
+        if (strategy == FIATOMIC_STRATEGY_NONE) {
+            return UCS_ERR_UNSUPPORTED;
+        }
         for (j = 0; j < rma->count; ++j, ++e) {
             elem           = &req->elems[e];
             elem->req      = req;
@@ -233,11 +262,7 @@ static ucs_status_t fiatomic_call_layout(fiatomic_ep_h ep,
             elem->operand  = fiatomic_ioc_next(&opi, size);
             elem->compare  = fiatomic_ioc_next(&cmi, size);
             elem->result   = fiatomic_ioc_next(&rsi, size);
-            elem->strategy = fiatomic_ep_select(ep, key, call->family,
-                                                call->op, call->datatype);
-            if (elem->strategy == FIATOMIC_STRATEGY_NONE) {
-                return UCS_ERR_UNSUPPORTED;
-            }
+            elem->strategy = strategy;
             if (inject && (elem->operand != NULL)) {
                 memcpy(copy, elem->operand, size);
                 elem->operand = copy;
@@ -260,32 +285,25 @@ static ucs_status_t fiatomic_call_layout(fiatomic_ep_h ep,
     return UCS_OK;
 }
 
-static ucs_status_ptr_t fiatomic_post(fiatomic_ep_h ep,
-                                      const fiatomic_call_t *call)
+/* A request for `count` elements of the call, everything but the elements. */
+static fiatomic_req_t *fiatomic_call_req(fiatomic_ep_h ep,
+                                         const fiatomic_call_t *call,
+                                         size_t count)
 {
     const fiatomic_request_param_t *param = call->param;
-    size_t count, copy_bytes = 0;
+    size_t size = fiatomic_datatype_size(call->datatype);
     fiatomic_req_t *req;
-    ucs_status_t status;
 
-    status = fiatomic_call_check(ep, call, &count);
-    if (status != UCS_OK) {
-        return UCS_STATUS_PTR(status);
-    }
-
-    if (call->flags & FI_INJECT) {
-        copy_bytes = count * fiatomic_datatype_size(call->datatype) * 2;
-    }
-
-    req = fiatomic_req_get(ep, count, copy_bytes);
+    req = fiatomic_req_get(ep, count,
+                           (call->flags & FI_INJECT) ? count * size * 2 : 0);
     if (req == NULL) {
-        return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
+        return NULL;
     }
 
     req->family    = call->family;
     req->op        = call->op;
     req->datatype  = call->datatype;
-    req->elem_size = fiatomic_datatype_size(call->datatype);
+    req->elem_size = size;
     req->combine   = fiatomic_combine_lookup(call->op, call->datatype);
     req->flags     = FIATOMIC_REQ_F_POSTING;
     if (call->flags & FI_FENCE) {
@@ -311,12 +329,14 @@ static ucs_status_ptr_t fiatomic_post(fiatomic_ep_h ep,
             req->user_data = param->user_data;
         }
     }
+    return req;
+}
 
-    status = fiatomic_call_layout(ep, call, req);
-    if (status != UCS_OK) {
-        fiatomic_req_put(req);
-        return UCS_STATUS_PTR(status);
-    }
+/* Hand a laid-out request to the endpoint; what the call returns. */
+static ucs_status_ptr_t fiatomic_req_post(fiatomic_ep_h ep,
+                                          fiatomic_req_t *req)
+{
+    ucs_status_t status;
 
     fiatomic_ep_submit(ep, req);
     req->flags &= ~FIATOMIC_REQ_F_POSTING;
@@ -337,6 +357,135 @@ static ucs_status_ptr_t fiatomic_post(fiatomic_ep_h ep,
 
     req->flags |= FIATOMIC_REQ_F_USER;
     return req;
+}
+
+static ucs_status_ptr_t fiatomic_post(fiatomic_ep_h ep,
+                                      const fiatomic_call_t *call)
+{
+    fiatomic_req_t *req;
+    ucs_status_t status;
+    size_t count;
+
+    status = fiatomic_call_check(ep, call, &count);
+    if (status != UCS_OK) {
+        return UCS_STATUS_PTR(status);
+    }
+
+    req = fiatomic_call_req(ep, call, count);
+    if (req == NULL) {
+        return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
+    }
+
+    status = fiatomic_call_layout(ep, call, req);
+    if (status != UCS_OK) {
+        fiatomic_req_put(req);
+        return UCS_STATUS_PTR(status);
+    }
+
+    return fiatomic_req_post(ep, req);
+}
+
+/* Flags the single-element path takes; the others need the general one. */
+#define FIATOMIC_SINGLE_FLAGS (FI_INJECT | FI_COMPLETION | FI_MORE | \
+                               FI_TRANSMIT_COMPLETE | FI_INJECT_COMPLETE | \
+                               FI_DELIVERY_COMPLETE)
+
+static int fiatomic_misaligned(const void *ptr, size_t align)
+{
+    return ((uintptr_t)ptr & (align - 1)) != 0;
+}
+
+/*
+ * One element, the hot path of the plain calls: the same checks (and the
+ * same answers) as the general path with one strategy lookup, and a direct
+ * element executed at once without a request. Anything unusual (FI_FENCE,
+ * a deferred queue, count != 1) takes the general path.
+ */
+static ucs_status_ptr_t fiatomic_post_single(fiatomic_ep_h ep,
+                                             const fiatomic_call_t *call,
+                                             size_t count, const void *buf,
+                                             const void *compare,
+                                             void *result, uint64_t addr,
+                                             uint64_t key_id)
+{
+    fiatomic_family_t family = call->family;
+    int op = call->op, datatype = call->datatype;
+    uint8_t old[FIATOMIC_MAX_ELEM_SIZE];
+    fiatomic_strategy_t strategy;
+    fiatomic_elem_t *elem;
+    fiatomic_rkey_t *key;
+    fiatomic_req_t *req;
+    size_t size, align;
+
+    if ((count != 1) || (ep == NULL) || ep->destroyed ||
+        (call->flags & ~FIATOMIC_SINGLE_FLAGS) ||
+        !ucs_list_is_empty(&ep->deferred)) {
+        return fiatomic_post(ep, call);
+    }
+
+    if (!fiatomic_cell_defined(family, op, datatype)) {
+        return UCS_STATUS_PTR(UCS_ERR_UNSUPPORTED);
+    }
+
+    size  = fiatomic_datatype_size(datatype);
+    align = fiatomic_datatype_alignment(datatype);
+    key   = fiatomic_ep_key_lookup(ep, key_id);
+    if (((op != FI_ATOMIC_READ) &&
+         ((buf == NULL) || fiatomic_misaligned(buf, align))) ||
+        ((family == FIATOMIC_FAMILY_COMPARE) &&
+         ((compare == NULL) || fiatomic_misaligned(compare, align))) ||
+        ((family != FIATOMIC_FAMILY_BASE) &&
+         ((result == NULL) || fiatomic_misaligned(result, align))) ||
+        (key == NULL) || (addr & (align - 1)) || (addr < key->address) ||
+        (addr - key->address > key->length - size) || (size > key->length)) {
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+
+    strategy = fiatomic_key_strategy(ep, key, family, op, datatype);
+    if (strategy == FIATOMIC_STRATEGY_NONE) {
+        return UCS_STATUS_PTR(UCS_ERR_UNSUPPORTED);
+    } else if (strategy == FIATOMIC_STRATEGY_DIRECT) {
+        fiatomic_cpu_apply(ep->fia, datatype,
+                           fiatomic_combine_lookup(op, datatype),
+                           key->local_base + (addr - key->address),
+                           (op != FI_ATOMIC_READ) ? buf : NULL,
+                           (family == FIATOMIC_FAMILY_COMPARE) ? compare :
+                                                                 NULL, old);
+        if (result != NULL) {
+            memcpy(result, old, size);
+        }
+        return NULL; /* done, in place: no request, no callback */
+    }
+
+    req = fiatomic_call_req(ep, call, 1);
+    if (req == NULL) {
+        return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
+    }
+
+    elem            = &req->elems[0];
+    elem->req       = req;
+    elem->key       = key;
+    elem->raddr     = addr;
+    elem->operand   = (op != FI_ATOMIC_READ) ? buf : NULL;
+    elem->compare   = (family == FIATOMIC_FAMILY_COMPARE) ? compare : NULL;
+    elem->result    = (family != FIATOMIC_FAMILY_BASE) ? result : NULL;
+    elem->strategy  = strategy;
+    elem->word_size = (size <= 4) ? 4 : 8;
+    elem->word_addr = addr & ~(uint64_t)(elem->word_size - 1);
+    elem->shift     = (unsigned)(addr - elem->word_addr) * 8;
+    elem->observed  = false;
+    if (call->flags & FI_INJECT) {
+        if (elem->operand != NULL) {
+            memcpy(req->copy, elem->operand, size);
+            elem->operand = req->copy;
+        }
+        if (elem->compare != NULL) {
+            memcpy(req->copy + size, elem->compare, size);
+            elem->compare = req->copy + size;
+        }
+    }
+
+    return fiatomic_req_post(ep, req);
 }
 
 static uint64_t fiatomic_param_flags(const fiatomic_request_param_t *param)
@@ -367,7 +516,7 @@ fiatomic_atomic_nbx(fiatomic_ep_h ep, const void *buf, size_t count,
     call.rma_iov_count = 1;
     call.flags         = fiatomic_param_flags(param);
     call.param         = param;
-    return fiatomic_post(ep, &call);
+    return fiatomic_post_single(ep, &call, count, buf, NULL, NULL, addr, key);
 }
 
 FIATOMIC_API ucs_status_ptr_t
@@ -471,7 +620,8 @@ fiatomic_fetch_atomic_nbx(fiatomic_ep_h ep, const void *buf, size_t count,
     call.rma_iov_count = 1;
     call.flags         = fiatomic_param_flags(param);
     call.param         = param;
-    return fiatomic_post(ep, &call);
+    return fiatomic_post_single(ep, &call, count, buf, NULL, result, addr,
+                                key);
 }
 
 FIATOMIC_API ucs_status_ptr_t
@@ -546,7 +696,8 @@ fiatomic_compare_atomic_nbx(fiatomic_ep_h ep, const void *buf, size_t count,
     call.rma_iov_count = 1;
     call.flags         = fiatomic_param_flags(param);
     call.param         = param;
-    return fiatomic_post(ep, &call);
+    return fiatomic_post_single(ep, &call, count, buf, compare, result, addr,
+                                key);
 }
 
 FIATOMIC_API ucs_status_ptr_t
