@@ -131,16 +131,81 @@ void fiatomic_clear_padding(int datatype, void *value)
     }
 }
 
+/*
+ * The ops x86 has as one instruction (lock xadd/or/and/xor, xchg, a plain
+ * load), for integers (and READ/WRITE of any type: bits in, bits out):
+ * no combine call, no retry. Returns false for everything else.
+ */
+#define FIATOMIC_CPU_NATIVE(_type, _op, _int, _ptr, _operand, _old) \
+    do { \
+        _type *p = (_type*)(_ptr), v, r; \
+        if ((_op) != FI_ATOMIC_READ) { \
+            memcpy(&v, (_operand), sizeof(v)); \
+        } \
+        switch (_op) { \
+        case FI_ATOMIC_READ: \
+            r = __atomic_load_n(p, __ATOMIC_ACQUIRE); \
+            break; \
+        case FI_ATOMIC_WRITE: \
+            r = __atomic_exchange_n(p, v, __ATOMIC_ACQ_REL); \
+            break; \
+        case FI_SUM: \
+            if (!(_int)) return false; \
+            r = __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL); \
+            break; \
+        case FI_BOR: \
+            r = __atomic_fetch_or(p, v, __ATOMIC_ACQ_REL); \
+            break; \
+        case FI_BAND: \
+            r = __atomic_fetch_and(p, v, __ATOMIC_ACQ_REL); \
+            break; \
+        case FI_BXOR: \
+            r = __atomic_fetch_xor(p, v, __ATOMIC_ACQ_REL); \
+            break; \
+        default: \
+            return false; \
+        } \
+        memcpy((_old), &r, sizeof(r)); \
+    } while (0)
+
+static bool fiatomic_cpu_native(int datatype, int op, void *ptr,
+                                const void *operand, void *old)
+{
+    bool integer = (fiatomic_datatype_class(datatype) == FIATOMIC_TCLS_INT);
+
+    switch (fiatomic_datatype_size(datatype)) {
+    case 1:
+        FIATOMIC_CPU_NATIVE(uint8_t, op, integer, ptr, operand, old);
+        return true;
+    case 2:
+        FIATOMIC_CPU_NATIVE(uint16_t, op, integer, ptr, operand, old);
+        return true;
+    case 4:
+        FIATOMIC_CPU_NATIVE(uint32_t, op, integer, ptr, operand, old);
+        return true;
+    case 8:
+        FIATOMIC_CPU_NATIVE(uint64_t, op, integer, ptr, operand, old);
+        return true;
+    default:
+        return false;
+    }
+}
+
 bool fiatomic_cpu_has_size(size_t size)
 {
     return (size == 1) || (size == 2) || (size == 4) || (size == 8) ||
            (size == 16) || (size == 32);
 }
 
-void fiatomic_cpu_apply(fiatomic_h fia, int datatype,
+void fiatomic_cpu_apply(fiatomic_h fia, int datatype, int op,
                         fiatomic_combine_fn_t combine, void *ptr,
                         const void *operand, const void *compare, void *old)
 {
+    if ((compare == NULL) &&
+        fiatomic_cpu_native(datatype, op, ptr, operand, old)) {
+        return;
+    }
+
     switch (fiatomic_datatype_size(datatype)) {
     case 1:
         FIATOMIC_CPU_LOOP(uint8_t, ptr, combine, operand, compare, old);

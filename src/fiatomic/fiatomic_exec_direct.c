@@ -21,7 +21,7 @@ void fiatomic_direct_start(fiatomic_elem_t *elem)
     fiatomic_rkey_t *key = elem->key;
     uint8_t old[FIATOMIC_MAX_ELEM_SIZE];
 
-    fiatomic_cpu_apply(req->fia, req->datatype, req->combine,
+    fiatomic_cpu_apply(req->fia, req->datatype, req->op, req->combine,
                        key->local_base + (elem->raddr - key->address),
                        elem->operand, elem->compare, old);
     if (elem->result != NULL) {

@@ -325,7 +325,7 @@ void fiatomic_target_ep_fail(fiatomic_ep_h ep, ucs_status_t status);
  *  the caller's stack held there is not sent anywhere. */
 void fiatomic_clear_padding(int datatype, void *value);
 bool fiatomic_cpu_has_size(size_t size);
-void fiatomic_cpu_apply(fiatomic_h fia, int datatype,
+void fiatomic_cpu_apply(fiatomic_h fia, int datatype, int op,
                         fiatomic_combine_fn_t combine, void *ptr,
                         const void *operand, const void *compare, void *old);
 

@@ -445,7 +445,7 @@ static ucs_status_ptr_t fiatomic_post_single(fiatomic_ep_h ep,
     if (strategy == FIATOMIC_STRATEGY_NONE) {
         return UCS_STATUS_PTR(UCS_ERR_UNSUPPORTED);
     } else if (strategy == FIATOMIC_STRATEGY_DIRECT) {
-        fiatomic_cpu_apply(ep->fia, datatype,
+        fiatomic_cpu_apply(ep->fia, datatype, op,
                            fiatomic_combine_lookup(op, datatype),
                            key->local_base + (addr - key->address),
                            (op != FI_ATOMIC_READ) ? buf : NULL,

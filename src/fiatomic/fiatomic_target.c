@@ -163,7 +163,8 @@ size_t fiatomic_target_execute(fiatomic_h fia, const void *msg,
     operands = (const uint8_t*)msg + sizeof(req);
     compares = operands + ((req.op != FI_ATOMIC_READ) ? req.count * size : 0);
     for (i = 0; i < req.count; ++i) {
-        fiatomic_cpu_apply(fia, req.datatype, combine, ptr + i * size,
+        fiatomic_cpu_apply(fia, req.datatype, req.op, combine,
+                           ptr + i * size,
                            (req.op != FI_ATOMIC_READ) ? operands + i * size :
                                                         NULL,
                            (req.family == FIATOMIC_FAMILY_COMPARE) ?
