@@ -16,7 +16,7 @@ using namespace fiatomic_test;
 
 namespace {
 
-const double BOUND_SEC = 30.0;
+const double BOUND_SEC = 20.0;
 
 class faults : public ::testing::TestWithParam<config> {
 protected:
