@@ -151,20 +151,39 @@ FIATOMIC_API ucs_status_t fiatomic_create(ucp_context_h context,
     return UCS_OK;
 }
 
+static void fiatomic_context_free(fiatomic_h fia)
+{
+    fiatomic_target_msgs_cleanup(fia);
+    fiatomic_req_cache_purge(fia);
+    free(fia);
+}
+
+void fiatomic_context_release(fiatomic_h fia)
+{
+    if (fia->destroyed && (fia->num_eps == 0) &&
+        (fia->replies_inflight == 0)) {
+        fiatomic_context_free(fia);
+    }
+}
+
 FIATOMIC_API void fiatomic_destroy(fiatomic_h fia)
 {
     if (fia == NULL) {
         return;
     }
 
-    if (fia->num_eps || fia->num_mems) {
-        ucs_warn("fiatomic context %p destroyed with %u endpoints and %u "
-                 "exposed regions still alive", fia, fia->num_eps,
-                 fia->num_mems);
+    if (fia->num_mems) {
+        ucs_warn("fiatomic context %p destroyed with %u exposed regions",
+                 fia, fia->num_mems);
     }
 
+    /* No more target-side requests or replies through this context. */
     fiatomic_target_cleanup(fia);
-    fiatomic_target_msgs_cleanup(fia);
-    fiatomic_req_cache_purge(fia);
-    free(fia);
+
+    /* Endpoints destroyed with UCP operations still in flight (a dead peer,
+     * the worker not progressed) keep the context: their callbacks run when
+     * UCP completes or purges those operations (ucp_worker_destroy does),
+     * and free it after the last one. */
+    fia->destroyed = true;
+    fiatomic_context_release(fia);
 }

@@ -128,6 +128,7 @@ FIATOMIC_API ucs_status_t fiatomic_ep_create(fiatomic_h fia, ucp_ep_h ucp_ep,
 
 static void fiatomic_ep_free(fiatomic_ep_h ep)
 {
+    fiatomic_h fia;
     unsigned i;
 
     for (i = 0; i < ep->num_slots; ++i) {
@@ -137,9 +138,13 @@ static void fiatomic_ep_free(fiatomic_ep_h ep)
         }
     }
     free(ep->slots);
-    --ep->fia->num_eps;
+    fia = ep->fia;
     free(ep);
+    --fia->num_eps;
+    fiatomic_context_release(fia); /* after fiatomic_destroy: the last one */
 }
+
+static void fiatomic_ep_progress_deferred(fiatomic_ep_h ep);
 
 void fiatomic_ep_inflight_add(fiatomic_ep_h ep)
 {
@@ -151,8 +156,13 @@ void fiatomic_ep_inflight_add(fiatomic_ep_h ep)
 void fiatomic_ep_inflight_remove(fiatomic_ep_h ep)
 {
     fiatomic_assert(ep->inflight > 0);
-    if ((--ep->inflight == 0) && ep->destroyed) {
+    if (--ep->inflight > 0) {
+        return;
+    } else if (ep->destroyed) {
         fiatomic_ep_free(ep);
+    } else if (!ucs_list_is_empty(&ep->deferred)) {
+        /* a flush or a fence may have waited for the last UCP operation */
+        fiatomic_ep_progress_deferred(ep);
     }
 }
 
@@ -515,7 +525,11 @@ static void fiatomic_ep_ucp_flush_start(fiatomic_ep_h ep)
  * completed only locally was flushed to the target. */
 static bool fiatomic_ep_barrier_ready(fiatomic_ep_h ep)
 {
-    if ((ep->outstanding > 0) || ep->flushing) {
+    /* inflight: UCP still holds operations of ours (a target-side message
+     * whose reply came before its send completion, a liveness probe, a
+     * post): after a flush the user may close the endpoint, and nothing of
+     * ours may be left in UCP then. */
+    if ((ep->outstanding > 0) || ep->flushing || (ep->inflight > 0)) {
         return false;
     }
 
@@ -569,7 +583,7 @@ void fiatomic_ep_submit(fiatomic_ep_h ep, fiatomic_req_t *req)
 
     if (ucs_list_is_empty(&ep->deferred) &&
         (!barrier || ((ep->outstanding == 0) && !ep->unflushed &&
-                      !ep->flushing))) {
+                      !ep->flushing && (ep->inflight == 0)))) {
         if (req->kind == FIATOMIC_REQ_FLUSH) {
             req->status      = ep->silent_error;
             ep->silent_error = UCS_OK;

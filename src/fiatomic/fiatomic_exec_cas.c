@@ -9,12 +9,11 @@
  * CAS fail and retry instead of being overwritten. x86-64 is little endian:
  * the element at byte offset k of the word is at bit 8k.
  *
- * The first CAS expects 0: when right, the operation takes one round trip;
- * when wrong, the failed CAS returned the current value at the cost of a
- * plain read. (Expecting the last value this endpoint saw at the word was
- * tried, and made UCX 1.13.1's software atomics over tcp and over posix on
- * unmapped memory return a wrong element in the matrix tests: kept out
- * until that is understood.)
+ * The first CAS expects the last value this endpoint saw in that word (0 if
+ * none): when right, the operation takes one round trip; when wrong, the
+ * failed CAS returned the current value at the cost of a plain read. A
+ * guess is remembered per word address *and* width: an 8-byte word and the
+ * 4-byte word at the same address are different words.
  * New values are always combined from the snapshot the CAS compares
  * against, never from a re-read; the retry compares bits, the user-visible
  * predicate (inside the combine function) compares values.
@@ -66,10 +65,29 @@ static uint64_t fiatomic_cas_apply(const fiatomic_elem_t *elem, uint64_t word)
 }
 
 /* The element took effect with `old` as the word it replaced. */
-static void fiatomic_cas_finish(fiatomic_elem_t *elem, uint64_t old)
+static unsigned fiatomic_cas_guess_slot(const fiatomic_elem_t *elem)
+{
+    return (unsigned)((elem->word_addr >> 2) ^ elem->word_size) %
+           FIATOMIC_GUESS_SLOTS;
+}
+
+static void fiatomic_cas_remember(fiatomic_elem_t *elem, uint64_t word)
+{
+    fiatomic_ep_h ep = elem->req->ep;
+    unsigned slot    = fiatomic_cas_guess_slot(elem);
+
+    ep->guess[slot].word_addr = elem->word_addr;
+    ep->guess[slot].word_size = elem->word_size;
+    ep->guess[slot].value     = word & fiatomic_cas_word_mask(elem);
+}
+
+/* The element took effect with `old` as the word it replaced by new_word. */
+static void fiatomic_cas_finish(fiatomic_elem_t *elem, uint64_t old,
+                                uint64_t new_word)
 {
     uint64_t bits = fiatomic_cas_extract(elem, old);
 
+    fiatomic_cas_remember(elem, new_word);
     if (elem->result != NULL) {
         memcpy(elem->result, &bits, elem->req->elem_size);
     }
@@ -100,7 +118,7 @@ static void fiatomic_cas_issue(fiatomic_elem_t *elem)
 
         new_word = fiatomic_cas_apply(elem, elem->expected);
         if (elem->observed && (new_word == elem->expected)) {
-            fiatomic_cas_finish(elem, elem->expected);
+            fiatomic_cas_finish(elem, elem->expected, new_word);
             return;
         }
 
@@ -118,7 +136,7 @@ static void fiatomic_cas_issue(fiatomic_elem_t *elem)
 
         /* Completed in place: elem->reply holds the old word. */
         if ((elem->reply & wmask) == elem->expected) {
-            fiatomic_cas_finish(elem, elem->expected);
+            fiatomic_cas_finish(elem, elem->expected, new_word);
             return;
         }
         elem->expected = elem->reply & wmask;
@@ -139,7 +157,8 @@ static void fiatomic_cas_cb(void *request, ucs_status_t status,
         /* A failed peer ends the loop: no retry on an error. */
         fiatomic_elem_done(elem, status);
     } else if (old == elem->expected) {
-        fiatomic_cas_finish(elem, elem->expected);
+        fiatomic_cas_finish(elem, elem->expected,
+                            fiatomic_cas_apply(elem, elem->expected));
     } else {
         elem->expected = old;
         elem->observed = true;
@@ -150,7 +169,12 @@ static void fiatomic_cas_cb(void *request, ucs_status_t status,
 
 void fiatomic_cas_start(fiatomic_elem_t *elem)
 {
+    fiatomic_ep_h ep = elem->req->ep;
+    unsigned slot    = fiatomic_cas_guess_slot(elem);
+
     elem->observed = false;
-    elem->expected = 0;
+    elem->expected = ((ep->guess[slot].word_addr == elem->word_addr) &&
+                      (ep->guess[slot].word_size == elem->word_size)) ?
+                     ep->guess[slot].value : 0;
     fiatomic_cas_issue(elem);
 }

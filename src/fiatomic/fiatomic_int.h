@@ -18,6 +18,7 @@
 #define FIATOMIC_API __attribute__((visibility("default")))
 
 #define FIATOMIC_WIDE_LOCKS  64   /* locks for 32-byte elements */
+#define FIATOMIC_GUESS_SLOTS 256  /* CAS-loop guesses per endpoint */
 
 /* Internal invariants only, never user input (that gets a status). */
 #ifdef NDEBUG
@@ -95,8 +96,10 @@ struct fiatomic_context {
     fiatomic_strategy_t forced;     /* NONE = auto */
     uint64_t            nonce;      /* identifies this context's keys */
     uint64_t            rand_state; /* region tokens */
-    unsigned            num_eps;
+    unsigned            num_eps;    /* not yet freed (zombies included) */
     unsigned            num_mems;
+    bool                destroyed;  /* fiatomic_destroy() was called: freed
+                                       when the last endpoint drains */
     ucs_list_link_t     free_reqs;  /* request cache: no malloc per op */
     unsigned            num_free_reqs;
     /* target-side execution */
@@ -106,6 +109,7 @@ struct fiatomic_context {
     unsigned            num_regions;
     uint8_t             wide_locks[FIATOMIC_WIDE_LOCKS];
     ucs_list_link_t     free_replies; /* reply buffers in the target */
+    unsigned            replies_inflight; /* replies UCP is still sending */
     fiatomic_msg_slot_t *msg_slots;   /* in the initiator */
     unsigned            num_msg_slots;
     ucs_list_link_t     free_msgs;
@@ -188,6 +192,12 @@ struct fiatomic_ep {
                                           reply */
     bool              probe_inflight;  /* liveness probe of the target */
     uint64_t          probe_buf;
+    struct {
+        uint64_t word_addr;
+        uint64_t value;
+        unsigned word_size;
+    }                 guess[FIATOMIC_GUESS_SLOTS]; /* last value seen per
+                                          word, the first CAS's expectation */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -348,5 +358,7 @@ void fiatomic_target_msgs_cleanup(fiatomic_h fia);
 
 /* fiatomic_context.c */
 uint64_t fiatomic_random64(fiatomic_h fia);
+/** The last endpoint of a destroyed context drained: free the context. */
+void fiatomic_context_release(fiatomic_h fia);
 
 #endif

@@ -199,16 +199,25 @@ static fiatomic_reply_buf_t *fiatomic_reply_buf_get(fiatomic_h fia)
 
 static void fiatomic_reply_buf_put(fiatomic_reply_buf_t *buf)
 {
-    ucs_list_add_head(&buf->fia->free_replies, &buf->list);
+    if (buf->fia->destroyed) {
+        free(buf);
+    } else {
+        ucs_list_add_head(&buf->fia->free_replies, &buf->list);
+    }
 }
 
 static void fiatomic_reply_sent_cb(void *request, ucs_status_t status,
                                    void *user_data)
 {
+    fiatomic_reply_buf_t *buf = user_data;
+    fiatomic_h fia            = buf->fia;
+
     /* A reply that could not be sent is the initiator's failure to see;
      * it learns of it through its own endpoint. */
     ucp_request_free(request);
-    fiatomic_reply_buf_put(user_data);
+    fiatomic_reply_buf_put(buf);
+    --fia->replies_inflight;
+    fiatomic_context_release(fia); /* after fiatomic_destroy: the last one */
 }
 
 static void fiatomic_target_serve(fiatomic_h fia, ucp_ep_h reply_ep,
@@ -232,7 +241,9 @@ static void fiatomic_target_serve(fiatomic_h fia, ucp_ep_h reply_ep,
     param.user_data    = buf;
     sptr = ucp_am_send_nbx(reply_ep, fia->am_id + 1, NULL, 0, buf->data,
                            reply_len, &param);
-    if (!UCS_PTR_IS_PTR(sptr)) {
+    if (UCS_PTR_IS_PTR(sptr)) {
+        ++fia->replies_inflight;
+    } else {
         fiatomic_reply_buf_put(buf);
     }
 }
@@ -357,6 +368,7 @@ void fiatomic_target_cleanup(fiatomic_h fia)
     if (fia->am_enabled) {
         fiatomic_target_set_handler(fia, fia->am_id, NULL);
         fiatomic_target_set_handler(fia, fia->am_id + 1, NULL);
+        fia->am_enabled = false;
     }
 
     while (!ucs_list_is_empty(&fia->free_replies)) {
@@ -365,4 +377,6 @@ void fiatomic_target_cleanup(fiatomic_h fia)
         free(buf);
     }
     free(fia->regions);
+    fia->regions     = NULL;
+    fia->num_regions = 0;
 }
