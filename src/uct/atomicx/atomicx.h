@@ -166,6 +166,7 @@ uct_atomicx_query_tl_devices(uct_md_h tl_md,
 
 /* Number of atomic ops started by this process (for tests) */
 uint64_t uct_atomicx_ops_started(void);
+uint64_t uct_atomicx_ops_completed(void);
 
 /* 1 when the component is registered in this process */
 int uct_atomicx_is_registered(void);

@@ -18,13 +18,21 @@
 #include <string.h>
 
 
-/* Ops started in this process: lets tests prove that atomicx executed them */
-static uint64_t uct_atomicx_num_started = 0;
+/* Ops started and completed in this process: let tests prove that atomicx
+ * executed them, and wait for them without a UCP flush */
+static uint64_t uct_atomicx_num_started   = 0;
+static uint64_t uct_atomicx_num_completed = 0;
 
 
 uint64_t uct_atomicx_ops_started(void)
 {
     return __atomic_load_n(&uct_atomicx_num_started, __ATOMIC_RELAXED);
+}
+
+
+uint64_t uct_atomicx_ops_completed(void)
+{
+    return __atomic_load_n(&uct_atomicx_num_completed, __ATOMIC_RELAXED);
 }
 
 
@@ -101,6 +109,7 @@ static void uct_atomicx_op_complete(uct_atomicx_iface_t *iface,
         ep->fence = 0;
     }
     uct_atomicx_op_release(iface, op);
+    __atomic_fetch_add(&uct_atomicx_num_completed, 1, __ATOMIC_RELAXED);
 
     if (comp != NULL) {
         uct_invoke_completion(comp, status);
