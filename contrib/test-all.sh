@@ -3,7 +3,8 @@
 #  1. the regular build's gtest suites (make check),
 #  2. the same suites built with AddressSanitizer + UndefinedBehaviorSanitizer,
 #  3. the libFuzzer target of the target-side request decoder, 60 s,
-#  4. the atomicx guest suites on soft-RoCE (contrib/softroce), when present.
+#  4. the atomicx guest suites on soft-RoCE (contrib/softroce), and
+#     libfiatomic's matrix over atomicx there.
 # Ends with one summary line "N passed, N failed, N skipped".
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -59,6 +60,8 @@ step "fuzzing the target-side request decoder (libFuzzer, 60 s)"
 if [ -x "$top/contrib/softroce/test-guest.sh" ]; then
     step "atomicx on soft-RoCE (qemu guest)"
     "$top/contrib/softroce/test-guest.sh" "$top/build-release" 2>&1 | tee -a "$logdir/all-tests.log" || fail=1
+    step "libfiatomic over atomicx on soft-RoCE (qemu guest)"
+    "$top/contrib/softroce/fiatomic-guest.sh" "$top/build-release" 2>&1 | tee -a "$logdir/all-tests.log" || fail=1
 fi
 
 # One summary over every gtest binary that ran.

@@ -65,7 +65,8 @@ static void usage(void)
 "\n"
 "Modes:\n"
 "  --matrix            every supported cell, one table per transport\n"
-"  --transports LIST   matrix/goals transports (default posix,tcp)\n"
+"  --transports LIST   matrix/goals transports (default posix,tcp); join\n"
+"                      several into one UCX_TLS with '+': atomicx+tcp\n"
 "  --goals             measure and judge the goals of issue 5\n"
 "\n"
 "Output:\n"
@@ -109,15 +110,19 @@ static int perf_parse_family(const char *arg)
     return -1;
 }
 
+/* "posix,tcp" is two runs; "atomicx+tcp" is one run with UCX_TLS=atomicx,tcp */
 static int perf_parse_list(char *arg, perf_opts_t *o)
 {
-    char *tok, *save = NULL;
+    char *tok, *save = NULL, *plus;
 
     o->num_transports = 0;
     for (tok = strtok_r(arg, ",", &save); tok != NULL;
          tok = strtok_r(NULL, ",", &save)) {
         if (o->num_transports == PERF_MAX_TRANSPORTS) {
             return -1;
+        }
+        for (plus = strchr(tok, '+'); plus != NULL; plus = strchr(plus, '+')) {
+            *plus = ',';
         }
         o->transports[o->num_transports++] = tok;
     }

@@ -1,0 +1,53 @@
+#!/bin/bash
+# libfiatomic's matrix over the atomicx transport (device atomics) on
+# soft-RoCE rxe0, inside the qemu guest:
+#   1. fiatomic_info --csv with UCX_TLS=atomicx,tcp: all 414 cells supported,
+#      with the device-domain strategies (native for UCP's 57 cells, CAS
+#      loops through atomicx for the other 1..8-byte cells, target-side for
+#      the 16/32-byte ones) and no target progress needed except target-side;
+#   2. fiatomic_perftest --matrix over atomicx+tcp: every cell between two
+#      processes, verified against the reference model.
+# Usage: contrib/softroce/fiatomic-guest.sh <build-dir>
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+if [ "${1:-}" != "--in-guest" ]; then
+    build=$(cd "${1:?usage: fiatomic-guest.sh <build-dir>}" && pwd)
+    for f in src/tools/fiatomic_info src/tools/fiatomic_perftest \
+             src/uct/atomicx/.libs/libuct_atomicx.so.0; do
+        [ -e "$build/$f" ] || { echo "fiatomic-guest: $build/$f missing (build first)" >&2; exit 1; }
+    done
+    exec "$here/run-in-guest.sh" "${BASH_SOURCE[0]}" --in-guest "$build"
+fi
+
+build=$2
+export LD_PRELOAD="$build/src/uct/atomicx/.libs/libuct_atomicx.so.0"
+export UCX_TLS=atomicx,tcp
+fail=0
+
+echo "=== fiatomic-guest: fiatomic_info --csv (UCX_TLS=$UCX_TLS) ==="
+csv=$(mktemp)
+if ! "$build/src/tools/fiatomic_info" --csv > "$csv"; then
+    echo "fiatomic-guest: fiatomic_info failed"; fail=1
+else
+    # family,op,datatype,supported,strategy,needs_target_progress
+    summary=$(awk -F, 'NR > 1 { n[$4 "," $5 "," $6]++ }
+                       END { for (k in n) print k "=" n[k] }' "$csv" | sort | tr '\n' ' ')
+    echo "fiatomic-guest: cells by supported,strategy,needs_target_progress: $summary"
+    expect="1,cas,0=244 1,native,0=57 1,target,1=113 "
+    if [ "$summary" = "$expect" ]; then
+        echo "fiatomic-guest: device-domain strategies: ok"
+    else
+        echo "fiatomic-guest: expected $expect"; fail=1
+    fi
+fi
+rm -f "$csv"
+
+echo "=== fiatomic-guest: fiatomic_perftest --matrix over atomicx+tcp ==="
+if ! "$build/src/tools/fiatomic_perftest" --matrix --transports atomicx+tcp \
+        --iters 20 --warmup 2 --progress; then
+    echo "fiatomic-guest: matrix over atomicx failed"; fail=1
+fi
+
+echo "fiatomic-guest: $([ $fail -eq 0 ] && echo "all passed" || echo FAILED)"
+exit $fail
