@@ -71,6 +71,7 @@ int main(void)
     ucs_status_t status;
     size_t address_len, key_len;
     void *key_buf, *base, *close_req;
+    ucs_status_ptr_t request;
     uint64_t key, remote;
     ucp_ep_h ucp_ep;
     double *target_d;
@@ -124,9 +125,11 @@ int main(void)
     printf("compare CSWAP_GT int16: old %d, now %d\n", old_s,
            *(int16_t*)(target_d + 4));
 
-    /* Errors are statuses, convertible to libfabric's -FI_E* codes. */
-    status = UCS_PTR_STATUS(fiatomic_atomic_nbx(ep, &greater, 1, remote + 1,
-                                                key, FI_INT16, FI_SUM, NULL));
+    /* Errors are statuses, convertible to libfabric's -FI_E* codes. (Keep
+     * the pointer: UCS_PTR_STATUS() evaluates its argument twice.) */
+    request = fiatomic_atomic_nbx(ep, &greater, 1, remote + 1, key, FI_INT16,
+                                  FI_SUM, NULL);
+    status  = UCS_PTR_STATUS(request);
     printf("misaligned int16: %s (%d)\n", ucs_status_string(status),
            fiatomic_status_to_fi_errno(status));
 

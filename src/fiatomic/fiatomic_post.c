@@ -495,6 +495,54 @@ static uint64_t fiatomic_param_flags(const fiatomic_request_param_t *param)
            param->flags : 0;
 }
 
+/* What every form fills: the cell, the operands, the remote segments. */
+static void fiatomic_call_init(fiatomic_call_t *call, fiatomic_family_t family,
+                               int op, int datatype, const struct fi_ioc *iov,
+                               size_t iov_count,
+                               const struct fi_rma_ioc *rma_iov,
+                               size_t rma_iov_count, uint64_t flags,
+                               const fiatomic_request_param_t *param)
+{
+    memset(call, 0, sizeof(*call));
+    call->family        = family;
+    call->op            = op;
+    call->datatype      = datatype;
+    call->iov           = iov;
+    call->iov_count     = iov_count;
+    call->rma_iov       = rma_iov;
+    call->rma_iov_count = rma_iov_count;
+    call->flags         = flags | fiatomic_param_flags(param);
+    call->param         = param;
+}
+
+/* The *msg forms: msg->context is the callback's default user_data. */
+static ucs_status_ptr_t fiatomic_post_msg(fiatomic_ep_h ep,
+                                          fiatomic_family_t family,
+                                          const struct fi_msg_atomic *msg,
+                                          const struct fi_ioc *comparev,
+                                          size_t compare_count,
+                                          const struct fi_ioc *resultv,
+                                          size_t result_count, uint64_t flags,
+                                          const fiatomic_request_param_t *param)
+{
+    fiatomic_call_t call;
+
+    if (msg == NULL) {
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+
+    fiatomic_call_init(&call, family, msg->op, msg->datatype, msg->msg_iov,
+                       msg->iov_count, msg->rma_iov, msg->rma_iov_count, flags,
+                       param);
+    call.comparev      = comparev;
+    call.compare_count = compare_count;
+    call.resultv       = resultv;
+    call.result_count  = result_count;
+    call.is_msg        = true;
+    call.context       = msg->context;
+    return fiatomic_post(ep, &call);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Base family                                                               */
 
@@ -503,19 +551,12 @@ fiatomic_atomic_nbx(fiatomic_ep_h ep, const void *buf, size_t count,
                     uint64_t addr, uint64_t key, enum fi_datatype datatype,
                     enum fi_op op, const fiatomic_request_param_t *param)
 {
-    struct fi_ioc iov          = {(void*)buf, count};
-    struct fi_rma_ioc rma      = {addr, count, key};
-    fiatomic_call_t call       = {0};
+    struct fi_ioc iov     = {(void*)buf, count};
+    struct fi_rma_ioc rma = {addr, count, key};
+    fiatomic_call_t call;
 
-    call.family        = FIATOMIC_FAMILY_BASE;
-    call.op            = op;
-    call.datatype      = datatype;
-    call.iov           = &iov;
-    call.iov_count     = 1;
-    call.rma_iov       = &rma;
-    call.rma_iov_count = 1;
-    call.flags         = fiatomic_param_flags(param);
-    call.param         = param;
+    fiatomic_call_init(&call, FIATOMIC_FAMILY_BASE, op, datatype, &iov, 1,
+                       &rma, 1, 0, param);
     return fiatomic_post_single(ep, &call, count, buf, NULL, NULL, addr, key);
 }
 
@@ -525,51 +566,19 @@ fiatomic_atomicv_nbx(fiatomic_ep_h ep, const struct fi_ioc *iov,
                      size_t rma_iov_count, enum fi_datatype datatype,
                      enum fi_op op, const fiatomic_request_param_t *param)
 {
-    fiatomic_call_t call = {0};
+    fiatomic_call_t call;
 
-    call.family        = FIATOMIC_FAMILY_BASE;
-    call.op            = op;
-    call.datatype      = datatype;
-    call.iov           = iov;
-    call.iov_count     = iov_count;
-    call.rma_iov       = rma_iov;
-    call.rma_iov_count = rma_iov_count;
-    call.flags         = fiatomic_param_flags(param);
-    call.param         = param;
+    fiatomic_call_init(&call, FIATOMIC_FAMILY_BASE, op, datatype, iov,
+                       iov_count, rma_iov, rma_iov_count, 0, param);
     return fiatomic_post(ep, &call);
-}
-
-static void fiatomic_call_from_msg(fiatomic_call_t *call,
-                                   fiatomic_family_t family,
-                                   const struct fi_msg_atomic *msg,
-                                   uint64_t flags,
-                                   const fiatomic_request_param_t *param)
-{
-    call->family        = family;
-    call->op            = msg->op;
-    call->datatype      = msg->datatype;
-    call->iov           = msg->msg_iov;
-    call->iov_count     = msg->iov_count;
-    call->rma_iov       = msg->rma_iov;
-    call->rma_iov_count = msg->rma_iov_count;
-    call->flags         = flags | fiatomic_param_flags(param);
-    call->param         = param;
-    call->is_msg        = true;
-    call->context       = msg->context;
 }
 
 FIATOMIC_API ucs_status_ptr_t
 fiatomic_atomicmsg_nbx(fiatomic_ep_h ep, const struct fi_msg_atomic *msg,
                        uint64_t flags, const fiatomic_request_param_t *param)
 {
-    fiatomic_call_t call = {0};
-
-    if (msg == NULL) {
-        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
-    }
-
-    fiatomic_call_from_msg(&call, FIATOMIC_FAMILY_BASE, msg, flags, param);
-    return fiatomic_post(ep, &call);
+    return fiatomic_post_msg(ep, FIATOMIC_FAMILY_BASE, msg, NULL, 0, NULL, 0,
+                             flags, param);
 }
 
 FIATOMIC_API ucs_status_t
@@ -579,20 +588,16 @@ fiatomic_inject_atomic(fiatomic_ep_h ep, const void *buf, size_t count,
 {
     struct fi_ioc iov     = {(void*)buf, count};
     struct fi_rma_ioc rma = {addr, count, key};
-    fiatomic_call_t call  = {0};
+    fiatomic_call_t call;
     ucs_status_ptr_t sptr;
 
-    call.family        = FIATOMIC_FAMILY_BASE;
-    call.op            = op;
-    call.datatype      = datatype;
-    call.iov           = &iov;
-    call.iov_count     = 1;
-    call.rma_iov       = &rma;
-    call.rma_iov_count = 1;
-    call.flags         = FI_INJECT;
-    call.is_inject     = true;
+    fiatomic_call_init(&call, FIATOMIC_FAMILY_BASE, op, datatype, &iov, 1,
+                       &rma, 1, FI_INJECT, NULL);
+    call.is_inject = true;
+    /* A silent request is never returned: a status or NULL (UCS_OK). Not
+     * inside UCS_PTR_STATUS(), which evaluates its argument twice. */
     sptr = fiatomic_post(ep, &call);
-    return UCS_PTR_STATUS(sptr); /* a silent request is never returned */
+    return UCS_PTR_STATUS(sptr);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -607,19 +612,12 @@ fiatomic_fetch_atomic_nbx(fiatomic_ep_h ep, const void *buf, size_t count,
     struct fi_ioc iov     = {(void*)buf, count};
     struct fi_ioc res     = {result, count};
     struct fi_rma_ioc rma = {addr, count, key};
-    fiatomic_call_t call  = {0};
+    fiatomic_call_t call;
 
-    call.family        = FIATOMIC_FAMILY_FETCH;
-    call.op            = op;
-    call.datatype      = datatype;
-    call.iov           = &iov;
-    call.iov_count     = 1;
-    call.resultv       = &res;
-    call.result_count  = 1;
-    call.rma_iov       = &rma;
-    call.rma_iov_count = 1;
-    call.flags         = fiatomic_param_flags(param);
-    call.param         = param;
+    fiatomic_call_init(&call, FIATOMIC_FAMILY_FETCH, op, datatype, &iov, 1,
+                       &rma, 1, 0, param);
+    call.resultv      = &res;
+    call.result_count = 1;
     return fiatomic_post_single(ep, &call, count, buf, NULL, result, addr,
                                 key);
 }
@@ -633,19 +631,12 @@ fiatomic_fetch_atomicv_nbx(fiatomic_ep_h ep, const struct fi_ioc *iov,
                            enum fi_op op,
                            const fiatomic_request_param_t *param)
 {
-    fiatomic_call_t call = {0};
+    fiatomic_call_t call;
 
-    call.family        = FIATOMIC_FAMILY_FETCH;
-    call.op            = op;
-    call.datatype      = datatype;
-    call.iov           = iov;
-    call.iov_count     = iov_count;
-    call.resultv       = resultv;
-    call.result_count  = result_count;
-    call.rma_iov       = rma_iov;
-    call.rma_iov_count = rma_iov_count;
-    call.flags         = fiatomic_param_flags(param);
-    call.param         = param;
+    fiatomic_call_init(&call, FIATOMIC_FAMILY_FETCH, op, datatype, iov,
+                       iov_count, rma_iov, rma_iov_count, 0, param);
+    call.resultv      = resultv;
+    call.result_count = result_count;
     return fiatomic_post(ep, &call);
 }
 
@@ -655,16 +646,8 @@ fiatomic_fetch_atomicmsg_nbx(fiatomic_ep_h ep, const struct fi_msg_atomic *msg,
                              uint64_t flags,
                              const fiatomic_request_param_t *param)
 {
-    fiatomic_call_t call = {0};
-
-    if (msg == NULL) {
-        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
-    }
-
-    fiatomic_call_from_msg(&call, FIATOMIC_FAMILY_FETCH, msg, flags, param);
-    call.resultv      = resultv;
-    call.result_count = result_count;
-    return fiatomic_post(ep, &call);
+    return fiatomic_post_msg(ep, FIATOMIC_FAMILY_FETCH, msg, NULL, 0, resultv,
+                             result_count, flags, param);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -681,21 +664,14 @@ fiatomic_compare_atomic_nbx(fiatomic_ep_h ep, const void *buf, size_t count,
     struct fi_ioc cmp     = {(void*)compare, count};
     struct fi_ioc res     = {result, count};
     struct fi_rma_ioc rma = {addr, count, key};
-    fiatomic_call_t call  = {0};
+    fiatomic_call_t call;
 
-    call.family        = FIATOMIC_FAMILY_COMPARE;
-    call.op            = op;
-    call.datatype      = datatype;
-    call.iov           = &iov;
-    call.iov_count     = 1;
+    fiatomic_call_init(&call, FIATOMIC_FAMILY_COMPARE, op, datatype, &iov, 1,
+                       &rma, 1, 0, param);
     call.comparev      = &cmp;
     call.compare_count = 1;
     call.resultv       = &res;
     call.result_count  = 1;
-    call.rma_iov       = &rma;
-    call.rma_iov_count = 1;
-    call.flags         = fiatomic_param_flags(param);
-    call.param         = param;
     return fiatomic_post_single(ep, &call, count, buf, compare, result, addr,
                                 key);
 }
@@ -710,21 +686,14 @@ fiatomic_compare_atomicv_nbx(fiatomic_ep_h ep, const struct fi_ioc *iov,
                              enum fi_op op,
                              const fiatomic_request_param_t *param)
 {
-    fiatomic_call_t call = {0};
+    fiatomic_call_t call;
 
-    call.family        = FIATOMIC_FAMILY_COMPARE;
-    call.op            = op;
-    call.datatype      = datatype;
-    call.iov           = iov;
-    call.iov_count     = iov_count;
+    fiatomic_call_init(&call, FIATOMIC_FAMILY_COMPARE, op, datatype, iov,
+                       iov_count, rma_iov, rma_iov_count, 0, param);
     call.comparev      = comparev;
     call.compare_count = compare_count;
     call.resultv       = resultv;
     call.result_count  = result_count;
-    call.rma_iov       = rma_iov;
-    call.rma_iov_count = rma_iov_count;
-    call.flags         = fiatomic_param_flags(param);
-    call.param         = param;
     return fiatomic_post(ep, &call);
 }
 
@@ -736,16 +705,7 @@ fiatomic_compare_atomicmsg_nbx(fiatomic_ep_h ep,
                                size_t result_count, uint64_t flags,
                                const fiatomic_request_param_t *param)
 {
-    fiatomic_call_t call = {0};
-
-    if (msg == NULL) {
-        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
-    }
-
-    fiatomic_call_from_msg(&call, FIATOMIC_FAMILY_COMPARE, msg, flags, param);
-    call.comparev      = comparev;
-    call.compare_count = compare_count;
-    call.resultv       = resultv;
-    call.result_count  = result_count;
-    return fiatomic_post(ep, &call);
+    return fiatomic_post_msg(ep, FIATOMIC_FAMILY_COMPARE, msg, comparev,
+                             compare_count, resultv, result_count, flags,
+                             param);
 }
