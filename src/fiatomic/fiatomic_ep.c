@@ -608,6 +608,7 @@ fiatomic_ep_flush_nbx(fiatomic_ep_h ep, const fiatomic_request_param_t *param)
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
 
+    fiatomic_target_check_overdue(ep);
     req = fiatomic_req_get(ep, 0, 0);
     if (req == NULL) {
         return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);

@@ -6,19 +6,25 @@
  * with the status and the initial values.
  *
  * A reply can only be lost if the target dies. UCP fails its own operations
- * on a failed endpoint but knows nothing of a reply we wait for, so while
- * any reply is awaited on an endpoint, one small RMA read of the target
- * ("probe") is kept in flight: UCP completes it with an error when the
- * endpoint fails, and that error completes every awaited message.
+ * on a failed endpoint but knows nothing of a reply we wait for, so once a
+ * reply is overdue (FIATOMIC_PROBE_DELAY after its send), one small RMA read
+ * of the target ("probe") is kept in flight while replies are awaited: UCP
+ * completes it with an error when the endpoint fails, and that error
+ * completes every awaited message. Probing only overdue messages keeps the
+ * probe off the normal path (a probe per round trip cost a third of the
+ * latency over tcp). The overdue check runs when the library is called
+ * (posting, fiatomic_request_check_status, flush) and on every reply.
  */
 #include "fiatomic_int.h"
 #include "fiatomic_wire.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct fiatomic_am_msg {
     ucs_list_link_t list;      /* ep->am_pending, or fia->free_msgs */
+    uint64_t        sent_ns;   /* when it was sent (monotonic) */
     fiatomic_h      fia;
     fiatomic_ep_h   ep;
     fiatomic_req_t  *req;
@@ -34,6 +40,17 @@ struct fiatomic_am_msg {
 };
 
 #define FIATOMIC_MSG_CACHE_MAX 256
+
+/* A reply later than this makes the endpoint probe its target. */
+#define FIATOMIC_PROBE_DELAY_NS (50ull * 1000 * 1000)
+
+static uint64_t fiatomic_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
 
 bool fiatomic_target_has(fiatomic_family_t family, int op, int datatype)
 {
@@ -172,6 +189,21 @@ void fiatomic_target_ep_fail(fiatomic_ep_h ep, ucs_status_t status)
 
 static void fiatomic_target_probe(fiatomic_ep_h ep);
 
+void fiatomic_target_check_overdue(fiatomic_ep_h ep)
+{
+    fiatomic_am_msg_t *oldest;
+
+    if (ep->probe_inflight || ep->destroyed ||
+        ucs_list_is_empty(&ep->am_pending)) {
+        return;
+    }
+
+    oldest = ucs_list_head(&ep->am_pending, fiatomic_am_msg_t, list);
+    if ((fiatomic_now_ns() - oldest->sent_ns) >= FIATOMIC_PROBE_DELAY_NS) {
+        fiatomic_target_probe(ep);
+    }
+}
+
 static void fiatomic_target_probe_cb(void *request, ucs_status_t status,
                                      void *user_data)
 {
@@ -182,7 +214,7 @@ static void fiatomic_target_probe_cb(void *request, ucs_status_t status,
     if (status != UCS_OK) {
         fiatomic_target_ep_fail(ep, status);
     } else {
-        fiatomic_target_probe(ep); /* still waiting: keep one in flight */
+        fiatomic_target_check_overdue(ep); /* still waiting: probe again */
     }
     fiatomic_ep_inflight_remove(ep); /* last: may free a destroyed ep */
 }
@@ -224,6 +256,7 @@ ucs_status_t fiatomic_target_reply_handler(void *arg, const void *header,
     fiatomic_h fia = arg;
     fiatomic_wire_reply_t reply;
     fiatomic_am_msg_t *msg;
+    fiatomic_ep_h ep;
     fiatomic_elem_t *elem;
     const uint8_t *values;
     ucs_status_t status;
@@ -260,7 +293,9 @@ ucs_status_t fiatomic_target_reply_handler(void *arg, const void *header,
         }
     }
 
+    ep = msg->ep;
     fiatomic_msg_finish(msg, status);
+    fiatomic_target_check_overdue(ep);
     return UCS_OK;
 }
 
@@ -361,6 +396,7 @@ size_t fiatomic_target_start(fiatomic_req_t *req, size_t first, size_t count)
     msg->length = p - msg->buffer;
 
     msg->awaiting = true;
+    msg->sent_ns  = fiatomic_now_ns();
     ucs_list_add_tail(&ep->am_pending, &msg->list);
 
     /* The target needs our endpoint to reply on. */
@@ -380,6 +416,6 @@ size_t fiatomic_target_start(fiatomic_req_t *req, size_t first, size_t count)
         return n;
     }
 
-    fiatomic_target_probe(ep);
+    fiatomic_target_check_overdue(ep);
     return n;
 }

@@ -327,6 +327,8 @@ bool fiatomic_target_has(fiatomic_family_t family, int op, int datatype);
  *  returns how many elements it took (a message holds what fits). */
 size_t fiatomic_target_start(fiatomic_req_t *req, size_t first,
                              size_t count);
+/** Probe the target if a reply awaited on the ep is overdue. */
+void fiatomic_target_check_overdue(fiatomic_ep_h ep);
 /** Fail every target-side message of the ep still awaiting its reply. */
 void fiatomic_target_ep_fail(fiatomic_ep_h ep, ucs_status_t status);
 
