@@ -90,8 +90,8 @@ enum fiatomic_params_field {
 
 typedef struct fiatomic_params {
     uint64_t field_mask;  /**< FIATOMIC_PARAM_FIELD_* */
-    size_t   max_count;   /**< elements per call; default 4096, capped at
-                               FIATOMIC_MAX_COUNT_LIMIT */
+    size_t   max_count;   /**< elements per call, 1..FIATOMIC_MAX_COUNT_LIMIT
+                               (else UCS_ERR_INVALID_PARAM); default 4096 */
     unsigned am_id;       /**< active message ids am_id and am_id + 1 are
                                fiatomic's (target-side execution); default
                                FIATOMIC_AM_ID_DEFAULT. Same on all peers. */
@@ -113,7 +113,10 @@ ucs_status_t fiatomic_create(ucp_context_h context, ucp_worker_h worker,
                              const fiatomic_params_t *params,
                              fiatomic_h *fia_p);
 
-/** Destroy a context. All endpoints and exposed memory must be released. */
+/** Destroy a context; release its endpoints and exposed memory first. If
+ *  UCP still holds operations of its endpoints (a dead peer, a worker not
+ *  progressed), the context is freed when UCP releases the last of them
+ *  (at the latest in ucp_worker_destroy). */
 void fiatomic_destroy(fiatomic_h fia);
 
 
@@ -192,9 +195,11 @@ ucs_status_t fiatomic_ep_create(fiatomic_h fia, ucp_ep_h ucp_ep,
                                 fiatomic_ep_h *ep_p);
 
 /**
- * Destroy an endpoint. Outstanding operations are cancelled with
- * UCS_ERR_CANCELED; flush first to wait for them. The ucp_ep_h stays the
- * caller's.
+ * Destroy an endpoint. Operations not started yet (behind a fence) and
+ * target-side operations awaiting their reply complete with
+ * UCS_ERR_CANCELED; operations inside UCP complete as UCP completes them
+ * (close the ucp_ep_h to end them). Flush first to wait for everything.
+ * The ucp_ep_h stays the caller's.
  */
 void fiatomic_ep_destroy(fiatomic_ep_h ep);
 
