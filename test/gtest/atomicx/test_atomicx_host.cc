@@ -7,6 +7,8 @@
  *  - registration by the constructor and clean unregistration on dlclose.
  */
 
+#include "atomicx_test_ref.h"
+
 #include <gtest/gtest.h>
 
 extern "C" {
@@ -30,6 +32,8 @@ extern ucs_class_t uct_base_iface_t_class;
 extern ucs_class_t uct_base_ep_t_class;
 }
 
+using namespace atomicx_test;
+
 namespace {
 
 const uct_atomic_op_t all_ops[] = {
@@ -37,33 +41,6 @@ const uct_atomic_op_t all_ops[] = {
     UCT_ATOMIC_OP_XOR, UCT_ATOMIC_OP_SWAP, UCT_ATOMIC_OP_CSWAP
 };
 
-const char *op_name(uct_atomic_op_t op)
-{
-    switch (op) {
-    case UCT_ATOMIC_OP_ADD:   return "add";
-    case UCT_ATOMIC_OP_AND:   return "and";
-    case UCT_ATOMIC_OP_OR:    return "or";
-    case UCT_ATOMIC_OP_XOR:   return "xor";
-    case UCT_ATOMIC_OP_SWAP:  return "swap";
-    case UCT_ATOMIC_OP_CSWAP: return "cswap";
-    default:                  return "?";
-    }
-}
-
-/* Sequential reference on a T in memory */
-template <typename T>
-T reference(uct_atomic_op_t op, T old, T value, T compare)
-{
-    switch (op) {
-    case UCT_ATOMIC_OP_ADD:   return (T)(old + value);
-    case UCT_ATOMIC_OP_AND:   return old & value;
-    case UCT_ATOMIC_OP_OR:    return old | value;
-    case UCT_ATOMIC_OP_XOR:   return old ^ value;
-    case UCT_ATOMIC_OP_SWAP:  return value;
-    case UCT_ATOMIC_OP_CSWAP: return (old == compare) ? value : old;
-    default:                  return old;
-    }
-}
 
 const uint32_t values32[] = {0, 1, 2, 0x7fffffff, 0x80000000, 0xfffffffe,
                              0xffffffff, 0x12345678, 0xdeadbeef};

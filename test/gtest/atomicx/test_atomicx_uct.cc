@@ -4,6 +4,7 @@
  * on the target's memory, computed independently of the transport's code.
  */
 
+#include "atomicx_test_ref.h"
 #include "atomicx_test_uct.h"
 
 #include <gtest/gtest.h>
@@ -23,32 +24,6 @@ using namespace atomicx_test;
 
 namespace {
 
-const char *op_name(uct_atomic_op_t op)
-{
-    switch (op) {
-    case UCT_ATOMIC_OP_ADD:   return "add";
-    case UCT_ATOMIC_OP_AND:   return "and";
-    case UCT_ATOMIC_OP_OR:    return "or";
-    case UCT_ATOMIC_OP_XOR:   return "xor";
-    case UCT_ATOMIC_OP_SWAP:  return "swap";
-    case UCT_ATOMIC_OP_CSWAP: return "cswap";
-    default:                  return "?";
-    }
-}
-
-template <typename T>
-T reference(uct_atomic_op_t op, T old, T value, T compare)
-{
-    switch (op) {
-    case UCT_ATOMIC_OP_ADD:   return (T)(old + value);
-    case UCT_ATOMIC_OP_AND:   return old & value;
-    case UCT_ATOMIC_OP_OR:    return old | value;
-    case UCT_ATOMIC_OP_XOR:   return old ^ value;
-    case UCT_ATOMIC_OP_SWAP:  return value;
-    case UCT_ATOMIC_OP_CSWAP: return (old == compare) ? value : old;
-    default:                  return old;
-    }
-}
 
 #define OPEN_OR_SKIP(_env, ...) \
     do { \
