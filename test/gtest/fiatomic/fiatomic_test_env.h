@@ -186,6 +186,10 @@ private:
 
 std::string peer_path();
 
+/** UCX_TLS for a configuration's transport name: the name itself, unless
+ *  FIATOMIC_TEST_TLS_MAP="name=tls-list" maps it (e.g. tcp=atomicx,tcp). */
+std::string ucx_tls(const std::string &tl);
+
 /* Environment of a peer for a transport: UCX_TLS, quiet UCX, AM or not. */
 kv_list peer_env(const std::string &tl, const std::string &strategy = "",
                  bool am = true);
