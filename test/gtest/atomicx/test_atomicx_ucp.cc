@@ -5,6 +5,8 @@
  * target process does not progress at all (it is blocked in read()).
  */
 
+#include "atomicx_test_uct.h"
+
 #include <gtest/gtest.h>
 
 #include <ucp/api/ucp.h>
@@ -25,6 +27,9 @@
 
 extern "C" uint64_t uct_atomicx_ops_started(void);
 extern "C" uint64_t uct_atomicx_ops_completed(void);
+
+using atomicx_test::read_all;
+using atomicx_test::write_all;
 
 namespace {
 
@@ -52,38 +57,6 @@ std::string test_device()
 {
     const char *dev = getenv("ATOMICX_TEST_DEV");
     return (dev != nullptr) ? dev : "rxe0:1";
-}
-
-void write_all(int fd, const void *buf, size_t len)
-{
-    const char *p = static_cast<const char*>(buf);
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if ((n < 0) && (errno == EINTR)) {
-            continue;
-        }
-        if (n <= 0) {
-            _exit(90);
-        }
-        p   += n;
-        len -= n;
-    }
-}
-
-void read_all(int fd, void *buf, size_t len)
-{
-    char *p = static_cast<char*>(buf);
-    while (len > 0) {
-        ssize_t n = read(fd, p, len);
-        if ((n < 0) && (errno == EINTR)) {
-            continue;
-        }
-        if (n <= 0) {
-            _exit(91);
-        }
-        p   += n;
-        len -= n;
-    }
 }
 
 void write_blob(int fd, const void *buf, uint32_t len)
