@@ -73,11 +73,33 @@ int valid_call(fiatomic_h fia, int family, int dt, int op, size_t *count)
 }
 
 /*
+ * Whether the context-level queries (fi_query_atomic, fi_*atomicvalid) must
+ * report a cell supported in a configuration. They answer for every endpoint
+ * and key the context can have, so they may refuse what depends on the key's
+ * memory (the direct strategy: forced, or the only one for 16/32-byte
+ * elements without target-side execution); whatever they report supported
+ * must work on every endpoint and key (checked against fiatomic_query_cell
+ * and the call).
+ */
+bool context_must_support(const config &cfg, const cell &c, expectation exp)
+{
+    if (exp != REQUIRED) {
+        return false;
+    } else if (cfg.strategy == "direct") {
+        return false;
+    } else if ((cfg.strategy == "auto") && !cfg.am) {
+        return dt_size(c.datatype) <= 8;
+    }
+    return true;
+}
+
+/*
  * Checks the three queries for one (family, op, datatype) combination and
  * tells whether the call must work. fiatomic_query_cell (which knows the
  * endpoint and key) must match the expectation exactly; the context-level
- * queries cannot know the endpoint, so for direct/target/auto (and OPTIONAL
- * cells) they only have to agree with each other when the cell is refused.
+ * queries must agree with each other, never report supported what this
+ * endpoint and key refuse, and report supported what every endpoint can do
+ * (context_must_support).
  */
 bool check_queries(connection *conn, const config &cfg, int family, int dt,
                    int op, expectation exp, fiatomic_cell_info_t *info_p,
@@ -114,12 +136,27 @@ bool check_queries(connection *conn, const config &cfg, int family, int dt,
     }
     supported = (exp == OPTIONAL) ? cell_ok : (exp == REQUIRED);
 
-    if (supported) {
-        EXPECT_EQ(0, qret) << what << ": fiatomic_query_atomic";
+    EXPECT_EQ(qret == 0, vret == 0) << what << ": fiatomic_query_atomic "
+                                    << qret << ", *atomicvalid " << vret;
+    if (qret == 0) {
+        EXPECT_TRUE(supported) << what << ": fiatomic_query_atomic says "
+                               << "supported, but this endpoint and key "
+                               << "cannot execute the cell";
         EXPECT_EQ(dt_size(dt), attr.size) << what << ": attr.size";
         EXPECT_GE(attr.count, 1u) << what << ": attr.count";
-        EXPECT_EQ(0, vret) << what << ": *atomicvalid";
         EXPECT_EQ(attr.count, vcount) << what << ": *atomicvalid count";
+    } else {
+        EXPECT_TRUE(is_refusal(qret)) << what
+                << ": fiatomic_query_atomic returned " << qret;
+        EXPECT_TRUE(is_refusal(vret)) << what
+                << ": *atomicvalid returned " << vret;
+    }
+    if (context_must_support(cfg, c, exp)) {
+        EXPECT_EQ(0, qret) << what << ": fiatomic_query_atomic must report "
+                           << "the cell supported in this configuration";
+    }
+
+    if (supported) {
         EXPECT_EQ(0, cret) << what << ": fiatomic_query_cell";
         if ((info.strategy > FIATOMIC_STRATEGY_NONE) &&
             (info.strategy < FIATOMIC_STRATEGY_LAST)) {
@@ -154,25 +191,13 @@ bool check_queries(connection *conn, const config &cfg, int family, int dt,
                     is_refusal(cret))
                 << what << ": fiatomic_query_cell returned " << cret
                 << " strategy " << (int)info.strategy;
-        bool context_knows = !fiatomic_ref_cell_defined(family, op, dt) ||
-                             ((exp == FORBIDDEN) &&
-                              ((cfg.strategy == "native") ||
-                               (cfg.strategy == "cas") ||
-                               ((cfg.strategy == "target") && !cfg.am)));
-        if (context_knows) {
-            EXPECT_TRUE(is_refusal(qret)) << what
-                    << ": fiatomic_query_atomic returned " << qret;
-            EXPECT_TRUE(is_refusal(vret)) << what
-                    << ": *atomicvalid returned " << vret;
-        } else {
-            EXPECT_EQ(qret == 0, vret == 0) << what;
-        }
     }
     if (info_p != NULL) {
         *info_p = info;
     }
     if (count_p != NULL) {
-        *count_p = attr.count;
+        /* the connections use the default limit */
+        *count_p = (qret == 0) ? attr.count : FIATOMIC_MAX_COUNT_DEFAULT;
     }
     return supported;
 }
@@ -196,6 +221,33 @@ const char *form_name(form_kind f)
     return names[f];
 }
 
+/* The operation flags that change how a call executes (FI_DELIVERY_COMPLETE
+ * asks for completion at the target, FI_INJECT copies the operands,
+ * FI_FENCE defers the call), and the ones that must change nothing. */
+const uint64_t form_flag_sets[] = {
+    0, FI_DELIVERY_COMPLETE, FI_INJECT, FI_FENCE,
+    FI_TRANSMIT_COMPLETE | FI_MORE, FI_INJECT_COMPLETE | FI_COMPLETION,
+    FI_DELIVERY_COMPLETE | FI_INJECT | FI_FENCE
+};
+
+std::string form_describe(form_kind f, uint64_t flags)
+{
+    static const std::pair<uint64_t, const char*> names[] = {
+        {FI_DELIVERY_COMPLETE, "FI_DELIVERY_COMPLETE"},
+        {FI_INJECT, "FI_INJECT"}, {FI_FENCE, "FI_FENCE"},
+        {FI_TRANSMIT_COMPLETE, "FI_TRANSMIT_COMPLETE"}, {FI_MORE, "FI_MORE"},
+        {FI_INJECT_COMPLETE, "FI_INJECT_COMPLETE"},
+        {FI_COMPLETION, "FI_COMPLETION"}};
+    std::string s = form_name(f);
+
+    for (const auto &n : names) {
+        if (flags & n.first) {
+            s += std::string(" ") + n.second;
+        }
+    }
+    return s;
+}
+
 struct remote_entry {
     int      region;
     uint64_t offset;
@@ -213,6 +265,7 @@ struct element {
 
 struct form_state {
     form_kind                      kind;
+    uint64_t                       flags; /* FI_* operation flags */
     abuf                           operands, compares, results;
     std::vector<size_t>            elements;
     std::vector<remote_entry>      remote;
@@ -258,7 +311,8 @@ public:
 
 private:
     remote_entry place(int region, size_t count, size_t gap_elements);
-    void add_form(form_kind kind, const std::vector<size_t> &trip,
+    void add_form(form_kind kind, uint64_t flags,
+                  const std::vector<size_t> &trip,
                   const std::vector<size_t> &local_split,
                   const std::vector<size_t> &compare_split,
                   const std::vector<size_t> &result_split,
@@ -299,18 +353,45 @@ plan::plan(const cell &c_, connection *conn) :
     m_cursor[1] = 64;
 
     /* count 1: one call per element, a free element between them; off the
-     * diagonal of the (target, operand) square, where x op x is often x */
-    for (size_t k = 0; k < 6; ++k) {
-        add_form(FORM_SINGLE, {(k * 37 + 1) % n}, {1}, {1}, {1},
-                 {place(0, 1, 1)});
+     * diagonal of the (target, operand) square, where x op x is often x;
+     * each with another flag set */
+    const size_t num_flag_sets = sizeof(form_flag_sets) /
+                                 sizeof(form_flag_sets[0]);
+    for (size_t k = 0; k < num_flag_sets; ++k) {
+        add_form(FORM_SINGLE, form_flag_sets[k], {(k * 37 + 1) % n}, {1}, {1},
+                 {1}, {place(0, 1, 1)});
     }
-    add_form(FORM_MULTI, all, {n}, {n}, {n}, {place(0, n, 3)});
+    add_form(FORM_MULTI, 0, all, {n}, {n}, {n}, {place(0, n, 3)});
+    /* every form again under every flag set that changes the execution:
+     * a few elements each, the product stays cheap */
+    for (size_t k = 0; k < num_flag_sets; ++k) {
+        uint64_t flags = form_flag_sets[k];
+        std::vector<size_t> few;
+        for (size_t i = 0; i < std::min<size_t>(n, 5); ++i) {
+            few.push_back((i * 17 + k * 5 + 2) % n);
+        }
+        if (flags != 0) {
+            add_form(FORM_MULTI, flags, few, {few.size()}, {few.size()},
+                     {few.size()}, {place(0, few.size(), 1)});
+        }
+        std::vector<remote_entry> rv, rm;
+        for (size_t cnt : split(few.size(), {2})) {
+            rv.push_back(place(rv.size() == 1 ? 1 : 0, cnt, 1));
+        }
+        add_form(FORM_VECTOR, flags, few, split(few.size(), {1, 3}),
+                 split(few.size(), {2}), split(few.size(), {3}), rv);
+        for (size_t cnt : split(few.size(), {3})) {
+            rm.push_back(place(rm.size() == 1 ? 1 : 0, cnt, 1));
+        }
+        add_form(FORM_MSG, flags, few, split(few.size(), {2}),
+                 split(few.size(), {1}), split(few.size(), {4}), rm);
+    }
     {
         std::vector<remote_entry> rm;
         for (size_t cnt : split(vec.size(), {4, 10})) {
             rm.push_back(place(rm.size() == 1 ? 1 : 0, cnt, 3));
         }
-        add_form(FORM_VECTOR, vec, split(vec.size(), {1, 7, 3}),
+        add_form(FORM_VECTOR, 0, vec, split(vec.size(), {1, 7, 3}),
                  split(vec.size(), {2}), split(vec.size(), {13}), rm);
     }
     {
@@ -318,12 +399,12 @@ plan::plan(const cell &c_, connection *conn) :
         for (size_t cnt : split(msg.size(), {9, 1, 6})) {
             rm.push_back(place(rm.size() == 2 ? 1 : 0, cnt, 2));
         }
-        add_form(FORM_MSG, msg, split(msg.size(), {5, 5}),
+        add_form(FORM_MSG, 0, msg, split(msg.size(), {5, 5}),
                  split(msg.size(), {20, 1}), split(msg.size(), {1}), rm);
     }
     if (c.family == FIATOMIC_FAMILY_BASE) {
-        add_form(FORM_INJECT, inj, {inj.size()}, {inj.size()}, {inj.size()},
-                 {place(0, inj.size(), 2)});
+        add_form(FORM_INJECT, 0, inj, {inj.size()}, {inj.size()},
+                 {inj.size()}, {place(0, inj.size(), 2)});
     }
 
     /* target images: a pattern everywhere, initial values in the slots */
@@ -356,7 +437,8 @@ plan::plan(const cell &c_, connection *conn) :
     }
 }
 
-void plan::add_form(form_kind kind, const std::vector<size_t> &trip,
+void plan::add_form(form_kind kind, uint64_t flags,
+                    const std::vector<size_t> &trip,
                     const std::vector<size_t> &local_split,
                     const std::vector<size_t> &compare_split,
                     const std::vector<size_t> &result_split,
@@ -369,6 +451,7 @@ void plan::add_form(form_kind kind, const std::vector<size_t> &trip,
     size_t local_len = (n + 8) * size;
 
     f->kind   = kind;
+    f->flags  = flags;
     f->remote = remote;
     f->operands.resize(local_len);
     f->compares.resize(local_len);
@@ -430,7 +513,8 @@ std::string plan::describe(const element &e) const
     const value_triple &t = triples[e.triple];
     std::ostringstream os;
 
-    os << form_name(forms[e.form]->kind) << " element " << e.index
+    os << form_describe(forms[e.form]->kind, forms[e.form]->flags)
+       << " element " << e.index
        << ": target " << fmt(c.datatype, t.target.data());
     if (c.op != FI_ATOMIC_READ) {
         os << ", operand " << fmt(c.datatype, t.operand.data());
@@ -458,6 +542,10 @@ ucs_status_ptr_t post_form(connection *conn, const plan &p, form_state &f,
     size_t count        = f.elements.size();
 
     memset(&param, 0, sizeof(param));
+    if ((f.flags != 0) && (f.kind != FORM_MSG)) {
+        param.op_attr_mask = FIATOMIC_OP_ATTR_FIELD_FLAGS;
+        param.flags        = f.flags;
+    }
     switch (f.kind) {
     case FORM_SINGLE:
     case FORM_MULTI: {
@@ -519,17 +607,18 @@ ucs_status_ptr_t post_form(connection *conn, const plan &p, form_state &f,
         msg.context       = &f;
         switch (p.c.family) {
         case FIATOMIC_FAMILY_BASE:
-            return fiatomic_atomicmsg_nbx(conn->ep(), &msg, 0, &param);
+            return fiatomic_atomicmsg_nbx(conn->ep(), &msg, f.flags, &param);
         case FIATOMIC_FAMILY_FETCH:
             return fiatomic_fetch_atomicmsg_nbx(conn->ep(), &msg,
                                                 f.resultv.data(),
-                                                f.resultv.size(), 0, &param);
+                                                f.resultv.size(), f.flags,
+                                                &param);
         default:
             return fiatomic_compare_atomicmsg_nbx(conn->ep(), &msg,
                                                   f.comparev.data(),
                                                   f.comparev.size(),
                                                   f.resultv.data(),
-                                                  f.resultv.size(), 0,
+                                                  f.resultv.size(), f.flags,
                                                   &param);
         }
     }
@@ -634,7 +723,7 @@ void check_results(const plan &p, bool expect_written)
         for (size_t b = 0; b < f->results.size(); ++b) {
             if (!used[b] && (f->results.data()[b] != result_fill) &&
                 (reported++ < 8)) {
-                ADD_FAILURE() << form_name(f->kind) << ": result buffer byte "
+                ADD_FAILURE() << form_describe(f->kind, f->flags) << ": result buffer byte "
                               << b << " outside the elements was written";
             }
         }
@@ -670,7 +759,7 @@ TEST_P(matrix, cell)
             ucs_status_ptr_t r = post_form(conn, p, *p.forms[k], k);
             int ret = immediate_errno(r);
             EXPECT_TRUE(is_refusal(ret))
-                    << form_name(p.forms[k]->kind) << ": returned " << ret
+                    << form_describe(p.forms[k]->kind, p.forms[k]->flags) << ": returned " << ret
                     << " for an unsupported cell";
             if (ret == 1) {
                 conn->wait(r);
@@ -700,7 +789,13 @@ TEST_P(matrix, cell)
 
     std::vector<ucs_status_ptr_t> reqs;
     for (size_t k = 0; k < p.forms.size(); ++k) {
-        reqs.push_back(post_form(conn, p, *p.forms[k], k));
+        form_state &f = *p.forms[k];
+        reqs.push_back(post_form(conn, p, f, k));
+        if (f.flags & FI_INJECT) {
+            /* the operands are the caller's again on return */
+            memset(f.operands.data(), 0xa5, f.operands.size());
+            memset(f.compares.data(), 0x5a, f.compares.size());
+        }
     }
     if (paused) {
         double deadline = now_sec() + 10.0;
@@ -713,7 +808,7 @@ TEST_P(matrix, cell)
                 break;
             }
             reqs[k] = NULL;
-            EXPECT_EQ(UCS_OK, status) << form_name(p.forms[k]->kind) << ": "
+            EXPECT_EQ(UCS_OK, status) << form_describe(p.forms[k]->kind, p.forms[k]->flags) << ": "
                                       << ucs_status_string(status);
         }
         if (k == reqs.size()) {
@@ -733,7 +828,7 @@ TEST_P(matrix, cell)
             }
         } else {
             claim_failed.insert(cfg.name());
-            ADD_FAILURE() << form_name(p.forms[k]->kind) << ": not complete "
+            ADD_FAILURE() << form_describe(p.forms[k]->kind, p.forms[k]->flags) << ": not complete "
                           << "after 10 s while the target did not progress, "
                           << "but fiatomic_query_cell() says the cell needs "
                           << "no target progress (strategy "
@@ -743,7 +838,7 @@ TEST_P(matrix, cell)
     }
     for (size_t k = 0; k < reqs.size(); ++k) {
         ucs_status_t status = conn->wait(reqs[k]);
-        EXPECT_EQ(UCS_OK, status) << form_name(p.forms[k]->kind) << ": "
+        EXPECT_EQ(UCS_OK, status) << form_describe(p.forms[k]->kind, p.forms[k]->flags) << ": "
                                   << ucs_status_string(status);
     }
     ucs_status_t status = conn->flush();
