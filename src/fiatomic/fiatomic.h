@@ -356,8 +356,13 @@ void fiatomic_request_free(void *request);
 /**
  * fi_query_atomic: flags 0, FI_FETCH_ATOMIC or FI_COMPARE_ATOMIC (not both);
  * FI_TAGGED gives -FI_EOPNOTSUPP. Returns 0 and fills attr (count, size) when
- * the cell is supported by the library and the configuration (a forced
- * strategy may exclude it), else a negative -FI_E* value.
+ * every endpoint and key of this context executes the cell, with every call
+ * form and flag, under the configuration (UCP features and transports, a
+ * forced strategy); else a negative -FI_E* value. What depends on the
+ * target memory is left out here: the direct strategy (so a forced direct
+ * strategy reports nothing here) and, without UCP_FEATURE_AM, 16- and
+ * 32-byte cells on shared memory; fiatomic_query_cell() answers for one
+ * endpoint and key.
  */
 int fiatomic_query_atomic(fiatomic_h fia, enum fi_datatype datatype,
                           enum fi_op op, struct fi_atomic_attr *attr,
@@ -380,8 +385,12 @@ typedef struct fiatomic_cell_info {
 
 /**
  * How a cell executes on this endpoint with this key: the strategy the
- * current configuration selects and whether completion needs the target to
- * progress. Returns 0, or a negative -FI_E* for a bad family/op/datatype/key.
+ * current configuration selects for one element (the same decision the call
+ * takes, whatever its flags; an array over software atomics may go
+ * target-side in one message instead) and whether completion needs the
+ * target to progress. A strategy other than NONE means every call form and
+ * flag computes fi_atomic(3)'s result. Returns 0, or a negative -FI_E* for a
+ * bad family/op/datatype/key.
  */
 int fiatomic_query_cell(fiatomic_ep_h ep, uint64_t key,
                         fiatomic_family_t family, enum fi_datatype datatype,

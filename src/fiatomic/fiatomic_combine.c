@@ -71,16 +71,6 @@
 #define FIATOMIC_EXPR_mswap_INT(a, b, c, T, U) \
     ((T)(((U)(b) & (U)(c)) | ((U)(a) & (U)~(U)(c))))
 
-/* Whether (op class, type class) is a cell: expands its argument or not. */
-#define FIATOMIC_IF_ORDERED_INT(...)     __VA_ARGS__
-#define FIATOMIC_IF_ORDERED_FLOAT(...)   __VA_ARGS__
-#define FIATOMIC_IF_ORDERED_COMPLEX(...)
-#define FIATOMIC_IF_ALL_INT(...)         __VA_ARGS__
-#define FIATOMIC_IF_ALL_FLOAT(...)       __VA_ARGS__
-#define FIATOMIC_IF_ALL_COMPLEX(...)     __VA_ARGS__
-#define FIATOMIC_IF_BITWISE_INT(...)     __VA_ARGS__
-#define FIATOMIC_IF_BITWISE_FLOAT(...)
-#define FIATOMIC_IF_BITWISE_COMPLEX(...)
 
 /*
  * memcpy in and out: the storage may be any alignment the caller has, and
@@ -90,8 +80,8 @@
  */
 #define FIATOMIC_DEF_COMBINE(_dt, _T, _U, _sfx, _tcls, _op, _ocls) \
     FIATOMIC_IF_##_ocls##_##_tcls( \
-    static void fiatomic_##_op##_##_sfx(void *value, const void *operand, \
-                                        const void *compare) \
+    void fiatomic_combine_##_op##_##_sfx(void *value, const void *operand, \
+                                         const void *compare) \
     { \
         _T a, b, c, r; \
         memcpy(&a, value, sizeof(a)); \
@@ -119,27 +109,3 @@ FIATOMIC_FOREACH_OP(FIATOMIC_DEF_COMBINE_ROW)
 
 #undef FIATOMIC_DEF_COMBINE_ROW
 #undef FIATOMIC_DEF_COMBINE_CELL
-
-/* The table, with designated initializers: [op][datatype] = function. */
-#define FIATOMIC_TABLE_ROW(_op_enum, _op, _ocls, _fam) \
-    FIATOMIC_FOREACH_DATATYPE(FIATOMIC_TABLE_CELL, _op_enum, _op, _ocls)
-#define FIATOMIC_TABLE_CELL(_dt, _T, _U, _sfx, _tcls, _op_enum, _op, _ocls) \
-    FIATOMIC_IF_##_ocls##_##_tcls([_op_enum][_dt] = fiatomic_##_op##_##_sfx,)
-
-static const fiatomic_combine_fn_t
-fiatomic_combine_table[FIATOMIC_OP_COUNT][FIATOMIC_DATATYPE_COUNT] = {
-    FIATOMIC_FOREACH_OP(FIATOMIC_TABLE_ROW)
-};
-
-#undef FIATOMIC_TABLE_ROW
-#undef FIATOMIC_TABLE_CELL
-
-fiatomic_combine_fn_t fiatomic_combine_lookup(int op, int datatype)
-{
-    if ((op < 0) || (op >= FIATOMIC_OP_COUNT) || (datatype < 0) ||
-        (datatype >= FIATOMIC_DATATYPE_COUNT)) {
-        return NULL;
-    }
-
-    return fiatomic_combine_table[op][datatype];
-}

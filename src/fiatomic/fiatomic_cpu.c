@@ -168,12 +168,13 @@ void fiatomic_clear_padding(int datatype, void *value)
         memcpy((_old), &r, sizeof(r)); \
     } while (0)
 
-static bool fiatomic_cpu_native(int datatype, int op, void *ptr,
+static bool fiatomic_cpu_native(const fiatomic_cell_t *cell, void *ptr,
                                 const void *operand, void *old)
 {
-    bool integer = (fiatomic_datatype_class(datatype) == FIATOMIC_TCLS_INT);
+    bool integer = (cell->tcls == FIATOMIC_TCLS_INT);
+    int op       = cell->op;
 
-    switch (fiatomic_datatype_size(datatype)) {
+    switch (cell->size) {
     case 1:
         FIATOMIC_CPU_NATIVE(uint8_t, op, integer, ptr, operand, old);
         return true;
@@ -197,16 +198,17 @@ bool fiatomic_cpu_has_size(size_t size)
            (size == 16) || (size == 32);
 }
 
-void fiatomic_cpu_apply(fiatomic_h fia, int datatype, int op,
-                        fiatomic_combine_fn_t combine, void *ptr,
-                        const void *operand, const void *compare, void *old)
+void fiatomic_cpu_apply(fiatomic_h fia, const fiatomic_cell_t *cell,
+                        void *ptr, const void *operand, const void *compare,
+                        void *old)
 {
-    if ((compare == NULL) &&
-        fiatomic_cpu_native(datatype, op, ptr, operand, old)) {
+    fiatomic_combine_fn_t combine = cell->combine;
+
+    if ((compare == NULL) && fiatomic_cpu_native(cell, ptr, operand, old)) {
         return;
     }
 
-    switch (fiatomic_datatype_size(datatype)) {
+    switch (cell->size) {
     case 1:
         FIATOMIC_CPU_LOOP(uint8_t, ptr, combine, operand, compare, old);
         break;
@@ -220,14 +222,15 @@ void fiatomic_cpu_apply(fiatomic_h fia, int datatype, int op,
         FIATOMIC_CPU_LOOP(uint64_t, ptr, combine, operand, compare, old);
         break;
     case 16:
-        fiatomic_cpu_apply16(datatype, combine, ptr, operand, compare, old);
-        break;
-    case 32:
-        fiatomic_cpu_apply32(fia, datatype, combine, ptr, operand, compare,
+        fiatomic_cpu_apply16(cell->datatype, combine, ptr, operand, compare,
                              old);
         break;
+    case 32:
+        fiatomic_cpu_apply32(fia, cell->datatype, combine, ptr, operand,
+                             compare, old);
+        break;
     default:
-        fiatomic_assertv(0, "no CPU atomic for datatype %d", datatype);
+        fiatomic_assertv(0, "no CPU atomic for datatype %d", cell->datatype);
         break;
     }
 }

@@ -1,6 +1,6 @@
 /**
  * Initiator endpoints: keys, the atomicity domain of the UCP endpoint,
- * strategy selection, and the ordering machinery (fence, flush) around the
+ * and the ordering machinery (fence, flush) around the
  * requests posted on it.
  */
 #include "fiatomic_int.h"
@@ -18,7 +18,7 @@ static const char *fiatomic_cpu_amo_tls[] = {
     "self", "posix", "sysv", "xpmem", "cma", "knem"
 };
 
-static bool fiatomic_tl_is_cpu(const char *name, size_t len)
+bool fiatomic_tl_is_cpu(const char *name, size_t len)
 {
     size_t i;
 
@@ -314,88 +314,6 @@ FIATOMIC_API ucs_status_t fiatomic_rkey_release(fiatomic_ep_h ep, uint64_t key)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Strategy selection                                                        */
-
-/*
- * UCX 1.13.1's shared-memory and self transports return wrong results for
- * the fetching AND/OR/XOR (seen here: fetch-AND of 7 with 0x80000001 leaves
- * 7; the non-fetching forms, ADD, SWAP and CSWAP are right). Where such a
- * transport executes UCP's atomics, those cells take another strategy.
- */
-static bool fiatomic_ep_native_broken(fiatomic_ep_h ep,
-                                      fiatomic_family_t family, int op)
-{
-    return ep->sm_amo && (family == FIATOMIC_FAMILY_FETCH) &&
-           ((op == FI_BAND) || (op == FI_BOR) || (op == FI_BXOR));
-}
-
-fiatomic_strategy_t fiatomic_ep_select(fiatomic_ep_h ep,
-                                       const fiatomic_rkey_t *key,
-                                       fiatomic_family_t family, int op,
-                                       int datatype)
-{
-    return fiatomic_ep_select_forced(ep, key, family, op, datatype,
-                                     ep->fia->forced);
-}
-
-fiatomic_strategy_t fiatomic_ep_select_forced(fiatomic_ep_h ep,
-                                              const fiatomic_rkey_t *key,
-                                              fiatomic_family_t family,
-                                              int op, int datatype,
-                                              fiatomic_strategy_t forced)
-{
-    size_t size = fiatomic_datatype_size(datatype);
-    bool cpu    = (ep->domain == FIATOMIC_DOMAIN_CPU);
-    bool native, cas, direct, target;
-
-    if ((key == NULL) || !fiatomic_cell_defined(family, op, datatype)) {
-        return FIATOMIC_STRATEGY_NONE;
-    }
-
-    native = fiatomic_native_has(family, op, datatype) &&
-             !fiatomic_ep_native_broken(ep, family, op);
-    cas    = fiatomic_cas_has(family, op, datatype);
-    /*
-     * CPU atomics (direct, target) on 1..8-byte elements are atomic with
-     * respect to UCP's own only when UCP's are CPU atomics too (one actor,
-     * fi_atomic(3)). 16/32-byte elements are out of UCP's reach, so only our
-     * CPU paths touch them. A 32-byte element is executed under a lock of
-     * the exposing context: direct only from that context itself.
-     */
-    direct = fiatomic_direct_has(family, op, datatype) &&
-             (key->local_base != NULL) &&
-             ((size <= 8) ? cpu : ((size == 16) || key->same_context));
-    target = fiatomic_target_has(family, op, datatype) && key->target_ok &&
-             ((size > 8) || cpu);
-
-    switch (forced) {
-    case FIATOMIC_STRATEGY_NATIVE:
-        return native ? FIATOMIC_STRATEGY_NATIVE : FIATOMIC_STRATEGY_NONE;
-    case FIATOMIC_STRATEGY_CAS:
-        return cas ? FIATOMIC_STRATEGY_CAS : FIATOMIC_STRATEGY_NONE;
-    case FIATOMIC_STRATEGY_DIRECT:
-        return direct ? FIATOMIC_STRATEGY_DIRECT : FIATOMIC_STRATEGY_NONE;
-    case FIATOMIC_STRATEGY_TARGET:
-        return target ? FIATOMIC_STRATEGY_TARGET : FIATOMIC_STRATEGY_NONE;
-    default:
-        break;
-    }
-
-    if (direct) {
-        return FIATOMIC_STRATEGY_DIRECT; /* a local atomic, no round trip */
-    } else if (native) {
-        return FIATOMIC_STRATEGY_NATIVE;
-    } else if (target && ((size > 8) || key->sw_amo)) {
-        /* UCP's atomics need the target's CPU anyway: one round trip
-         * instead of a CAS loop's two or more. */
-        return FIATOMIC_STRATEGY_TARGET;
-    } else if (cas) {
-        return FIATOMIC_STRATEGY_CAS;
-    }
-    return FIATOMIC_STRATEGY_NONE;
-}
-
-/* ------------------------------------------------------------------------ */
 /* Request ordering: start, fence, flush, completion                         */
 
 static void fiatomic_ep_progress_deferred(fiatomic_ep_h ep);
@@ -403,6 +321,7 @@ static void fiatomic_req_complete(fiatomic_req_t *req);
 
 static void fiatomic_ep_start(fiatomic_ep_h ep, fiatomic_req_t *req)
 {
+    const fiatomic_strategy_ops_t *ops;
     fiatomic_elem_t *elem;
     size_t i;
 
@@ -411,27 +330,17 @@ static void fiatomic_ep_start(fiatomic_ep_h ep, fiatomic_req_t *req)
      * cannot complete the request before every element was started. */
     req->remaining = req->count + 1;
 
-    for (i = 0; i < req->count; ++i) {
+    for (i = 0; i < req->count; ) {
         elem = &req->elems[i];
-        switch (elem->strategy) {
-        case FIATOMIC_STRATEGY_TARGET:
-            /* consecutive elements share a message */
-            i += fiatomic_target_start(req, i, req->count - i) - 1;
-            break;
-        case FIATOMIC_STRATEGY_NATIVE:
-            fiatomic_native_start(elem);
-            break;
-        case FIATOMIC_STRATEGY_CAS:
-            fiatomic_cas_start(elem);
-            break;
-        case FIATOMIC_STRATEGY_DIRECT:
-            fiatomic_direct_start(elem);
-            break;
-        default:
+        ops  = fiatomic_strategy_ops(elem->strategy);
+        if (ops == NULL) {
             fiatomic_assertv(0, "invalid strategy %d", elem->strategy);
             fiatomic_elem_done(elem, UCS_ERR_INVALID_PARAM);
-            break;
+            ++i;
+            continue;
         }
+        /* consecutive elements may share one operation (target-side) */
+        i += ops->start(req, i, req->count - i);
     }
 
     if (--req->remaining == 0) {

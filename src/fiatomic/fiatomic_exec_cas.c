@@ -22,12 +22,23 @@
 
 #include <string.h>
 
-bool fiatomic_cas_has(fiatomic_family_t family, int op, int datatype)
+static bool fiatomic_cas_supports(const fiatomic_cell_t *cell)
 {
-    size_t size = fiatomic_datatype_size(datatype);
+    return cell->size <= 8; /* UCP has no wider compare-and-swap */
+}
 
-    return fiatomic_cell_defined(family, op, datatype) && (size >= 1) &&
-           (size <= 8);
+/* Always in UCP's own atomicity domain: usable wherever UCP reaches the
+ * memory. */
+static bool fiatomic_cas_usable(const fiatomic_ep_h ep,
+                                const fiatomic_rkey_t *key,
+                                const fiatomic_cell_t *cell, uint64_t flags)
+{
+    return fiatomic_cas_supports(cell) && (key->rkey != NULL);
+}
+
+static bool fiatomic_cas_needs_target_progress(const fiatomic_rkey_t *key)
+{
+    return key->sw_amo;
 }
 
 static uint64_t fiatomic_cas_word_mask(const fiatomic_elem_t *elem)
@@ -37,7 +48,7 @@ static uint64_t fiatomic_cas_word_mask(const fiatomic_elem_t *elem)
 
 static uint64_t fiatomic_cas_elem_mask(const fiatomic_elem_t *elem)
 {
-    size_t size = elem->req->elem_size;
+    size_t size = elem->req->cell->size;
 
     return (size == 8) ? UINT64_MAX : ((UINT64_C(1) << (size * 8)) - 1);
 }
@@ -57,9 +68,9 @@ static uint64_t fiatomic_cas_apply(const fiatomic_elem_t *elem, uint64_t word)
     uint8_t value[8];
 
     memcpy(value, &bits, sizeof(value));
-    req->combine(value, elem->operand, elem->compare);
+    req->cell->combine(value, elem->operand, elem->compare);
     bits = 0;
-    memcpy(&bits, value, req->elem_size);
+    memcpy(&bits, value, req->cell->size);
     return ((word & ~emask) | (bits << elem->shift)) &
            fiatomic_cas_word_mask(elem);
 }
@@ -89,7 +100,7 @@ static void fiatomic_cas_finish(fiatomic_elem_t *elem, uint64_t old,
 
     fiatomic_cas_remember(elem, new_word);
     if (elem->result != NULL) {
-        memcpy(elem->result, &bits, elem->req->elem_size);
+        memcpy(elem->result, &bits, elem->req->cell->size);
     }
     fiatomic_elem_done(elem, UCS_OK);
 }
@@ -167,14 +178,34 @@ static void fiatomic_cas_cb(void *request, ucs_status_t status,
     fiatomic_ep_inflight_remove(ep); /* last: may free a destroyed ep */
 }
 
-void fiatomic_cas_start(fiatomic_elem_t *elem)
+static size_t fiatomic_cas_start(fiatomic_req_t *req, size_t first,
+                                 size_t count)
 {
-    fiatomic_ep_h ep = elem->req->ep;
-    unsigned slot    = fiatomic_cas_guess_slot(elem);
+    fiatomic_elem_t *elem = &req->elems[first];
+    fiatomic_ep_h ep      = req->ep;
+    size_t size           = req->cell->size;
+    unsigned slot;
 
-    elem->observed = false;
+    /* The aligned word that holds the element: 32 bits for elements of up
+     * to 4 bytes, else 64. */
+    elem->word_size = (size <= 4) ? 4 : 8;
+    elem->word_addr = elem->raddr & ~(uint64_t)(elem->word_size - 1);
+    elem->shift     = (unsigned)(elem->raddr - elem->word_addr) * 8;
+    elem->observed  = false;
+
+    slot           = fiatomic_cas_guess_slot(elem);
     elem->expected = ((ep->guess[slot].word_addr == elem->word_addr) &&
                       (ep->guess[slot].word_size == elem->word_size)) ?
                      ep->guess[slot].value : 0;
     fiatomic_cas_issue(elem);
+    return 1;
 }
+
+const fiatomic_strategy_ops_t fiatomic_cas_ops = {
+    .id                    = FIATOMIC_STRATEGY_CAS,
+    .name                  = "cas",
+    .supports              = fiatomic_cas_supports,
+    .usable                = fiatomic_cas_usable,
+    .start                 = fiatomic_cas_start,
+    .needs_target_progress = fiatomic_cas_needs_target_progress
+};

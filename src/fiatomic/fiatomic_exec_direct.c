@@ -9,23 +9,56 @@
 
 #include <string.h>
 
-bool fiatomic_direct_has(fiatomic_family_t family, int op, int datatype)
+static bool fiatomic_direct_supports(const fiatomic_cell_t *cell)
 {
-    return fiatomic_cell_defined(family, op, datatype) &&
-           fiatomic_cpu_has_size(fiatomic_datatype_size(datatype));
+    return fiatomic_cpu_has_size(cell->size);
 }
 
-void fiatomic_direct_start(fiatomic_elem_t *elem)
+/*
+ * CPU atomics on 1..8-byte elements are atomic with respect to UCP's own
+ * only when UCP's are CPU atomics too (one actor, fi_atomic(3)). 16/32-byte
+ * elements are out of UCP's reach, so only our CPU paths touch them. A
+ * 32-byte element is executed under a lock of the exposing context: direct
+ * only from that context itself.
+ */
+static bool fiatomic_direct_usable(const fiatomic_ep_h ep,
+                                   const fiatomic_rkey_t *key,
+                                   const fiatomic_cell_t *cell,
+                                   uint64_t flags)
 {
-    fiatomic_req_t *req  = elem->req;
-    fiatomic_rkey_t *key = elem->key;
+    return fiatomic_direct_supports(cell) && (key->rkey != NULL) &&
+           (key->local_base != NULL) &&
+           ((cell->size <= 8) ? (ep->domain == FIATOMIC_DOMAIN_CPU) :
+                                ((cell->size == 16) || key->same_context));
+}
+
+static bool fiatomic_direct_needs_target_progress(const fiatomic_rkey_t *key)
+{
+    return false;
+}
+
+static size_t fiatomic_direct_start(fiatomic_req_t *req, size_t first,
+                                    size_t count)
+{
+    fiatomic_elem_t *elem = &req->elems[first];
+    fiatomic_rkey_t *key  = elem->key;
     uint8_t old[FIATOMIC_MAX_ELEM_SIZE];
 
-    fiatomic_cpu_apply(req->fia, req->datatype, req->op, req->combine,
+    fiatomic_cpu_apply(req->fia, req->cell,
                        key->local_base + (elem->raddr - key->address),
                        elem->operand, elem->compare, old);
     if (elem->result != NULL) {
-        memcpy(elem->result, old, req->elem_size);
+        memcpy(elem->result, old, req->cell->size);
     }
     fiatomic_elem_done(elem, UCS_OK);
+    return 1;
 }
+
+const fiatomic_strategy_ops_t fiatomic_direct_ops = {
+    .id                    = FIATOMIC_STRATEGY_DIRECT,
+    .name                  = "direct",
+    .supports              = fiatomic_direct_supports,
+    .usable                = fiatomic_direct_usable,
+    .start                 = fiatomic_direct_start,
+    .needs_target_progress = fiatomic_direct_needs_target_progress
+};

@@ -1,11 +1,9 @@
 /**
  * Native strategy: one ucp_atomic_op_nbx per element, for the cells where
- * UCP has exactly the operation (4- and 8-byte elements):
+ * UCP has exactly the operation (cell->ucp_op, fiatomic_matrix.c):
  *   SUM/BOR/BAND/BXOR on integers -> ADD/OR/AND/XOR (fetching in the fetch
  *   family), ATOMIC_WRITE -> SWAP and ATOMIC_READ -> fetching ADD of 0 for
  *   any 4/8-byte type (bits untouched), CSWAP on integers -> CSWAP.
- * Floats never use native CSWAP: UCP compares bits, fi_atomic compares values
- * (-0.0 == +0.0, NaN != NaN).
  * Atomicity domain: UCP's own, whatever transport executes it.
  */
 #include "fiatomic_int.h"
@@ -14,49 +12,44 @@
 
 static const uint64_t fiatomic_zero = 0;
 
-static bool fiatomic_native_map(fiatomic_family_t family, int op, int datatype,
-                                ucp_atomic_op_t *uop_p)
+static bool fiatomic_native_supports(const fiatomic_cell_t *cell)
 {
-    size_t size  = fiatomic_datatype_size(datatype);
-    bool integer = (fiatomic_datatype_class(datatype) == FIATOMIC_TCLS_INT);
-
-    if (((size != 4) && (size != 8)) ||
-        !fiatomic_cell_defined(family, op, datatype)) {
-        return false;
-    }
-
-    switch (op) {
-    case FI_SUM:
-        *uop_p = UCP_ATOMIC_OP_ADD;
-        return integer;
-    case FI_BOR:
-        *uop_p = UCP_ATOMIC_OP_OR;
-        return integer;
-    case FI_BAND:
-        *uop_p = UCP_ATOMIC_OP_AND;
-        return integer;
-    case FI_BXOR:
-        *uop_p = UCP_ATOMIC_OP_XOR;
-        return integer;
-    case FI_CSWAP:
-        *uop_p = UCP_ATOMIC_OP_CSWAP;
-        return integer;
-    case FI_ATOMIC_WRITE:
-        *uop_p = UCP_ATOMIC_OP_SWAP;
-        return true;
-    case FI_ATOMIC_READ:
-        *uop_p = UCP_ATOMIC_OP_ADD;
-        return true;
-    default:
-        return false;
-    }
+    return cell->ucp_op >= 0;
 }
 
-bool fiatomic_native_has(fiatomic_family_t family, int op, int datatype)
+/* A base-family post asks UCP for a reply (a fetching atomic) only when its
+ * completion must mean "done at the target"; SWAP and CSWAP always reply. */
+static bool fiatomic_native_fetches(const fiatomic_cell_t *cell,
+                                    uint64_t flags)
 {
-    ucp_atomic_op_t uop;
+    return (cell->family != FIATOMIC_FAMILY_BASE) ||
+           (cell->ucp_op == UCP_ATOMIC_OP_SWAP) ||
+           (cell->ucp_op == UCP_ATOMIC_OP_CSWAP) ||
+           (flags & FI_DELIVERY_COMPLETE);
+}
 
-    return fiatomic_native_map(family, op, datatype, &uop);
+/*
+ * UCX 1.13.1's shared-memory and self transports return wrong results for
+ * the fetching AND/OR/XOR (fetch-AND of 7 with 0x80000001 leaves 7; a
+ * base-family FI_BXOR with FI_DELIVERY_COMPLETE, which takes the fetching
+ * form, writes 0); the non-fetching forms, ADD, SWAP and CSWAP are right.
+ */
+static bool fiatomic_native_usable(const fiatomic_ep_h ep,
+                                   const fiatomic_rkey_t *key,
+                                   const fiatomic_cell_t *cell,
+                                   uint64_t flags)
+{
+    bool bitwise = (cell->ucp_op == UCP_ATOMIC_OP_AND) ||
+                   (cell->ucp_op == UCP_ATOMIC_OP_OR) ||
+                   (cell->ucp_op == UCP_ATOMIC_OP_XOR);
+
+    return fiatomic_native_supports(cell) && (key->rkey != NULL) &&
+           !(ep->sm_amo && bitwise && fiatomic_native_fetches(cell, flags));
+}
+
+static bool fiatomic_native_needs_target_progress(const fiatomic_rkey_t *key)
+{
+    return key->sw_amo;
 }
 
 ucs_status_ptr_t fiatomic_ucp_amo(fiatomic_elem_t *elem, ucp_atomic_op_t op,
@@ -81,16 +74,6 @@ ucs_status_ptr_t fiatomic_ucp_amo(fiatomic_elem_t *elem, ucp_atomic_op_t op,
                              elem->key->rkey, &param);
 }
 
-static bool fiatomic_native_fetches(const fiatomic_elem_t *elem,
-                                    ucp_atomic_op_t uop)
-{
-    /* SWAP and CSWAP always reply; a base-family post asks for a reply only
-     * when its completion must mean "done at the target". */
-    return (elem->req->family != FIATOMIC_FAMILY_BASE) ||
-           (uop == UCP_ATOMIC_OP_SWAP) || (uop == UCP_ATOMIC_OP_CSWAP) ||
-           (elem->req->flags & FIATOMIC_REQ_F_DELIVERY);
-}
-
 static void fiatomic_native_finish(fiatomic_elem_t *elem, bool fetched,
                                    ucs_status_t status)
 {
@@ -98,7 +81,7 @@ static void fiatomic_native_finish(fiatomic_elem_t *elem, bool fetched,
 
     if (status == UCS_OK) {
         if (elem->result != NULL) {
-            memcpy(elem->result, &elem->reply, req->elem_size);
+            memcpy(elem->result, &elem->reply, req->cell->size);
         }
         if (!fetched) {
             req->ep->unflushed = true; /* completed locally only */
@@ -130,24 +113,22 @@ static void fiatomic_native_post_cb(void *request, ucs_status_t status,
     fiatomic_native_cb(request, status, user_data, false);
 }
 
-void fiatomic_native_start(fiatomic_elem_t *elem)
+static size_t fiatomic_native_start(fiatomic_req_t *req, size_t first,
+                                    size_t count)
 {
-    fiatomic_req_t *req = elem->req;
-    unsigned size       = (unsigned)req->elem_size;
-    const void *buffer  = elem->operand;
-    ucp_atomic_op_t uop = UCP_ATOMIC_OP_ADD;
+    fiatomic_elem_t *elem       = &req->elems[first];
+    const fiatomic_cell_t *cell = req->cell;
+    unsigned size               = cell->size;
+    ucp_atomic_op_t uop         = (ucp_atomic_op_t)cell->ucp_op;
+    const void *buffer          = elem->operand;
+    bool fetch                  = fiatomic_native_fetches(cell,
+                                      (req->flags & FIATOMIC_REQ_F_DELIVERY) ?
+                                      FI_DELIVERY_COMPLETE : 0);
     ucs_status_ptr_t sptr;
-    bool fetch;
 
-    if (!fiatomic_native_map(req->family, req->op, req->datatype, &uop)) {
-        fiatomic_assertv(0, "no native op for op %d datatype %d", req->op,
-                    req->datatype);
-        fiatomic_elem_done(elem, UCS_ERR_UNSUPPORTED);
-        return;
-    }
-
-    fetch = fiatomic_native_fetches(elem, uop);
-    if (req->op == FI_ATOMIC_READ) {
+    fiatomic_assertv(cell->ucp_op >= 0, "no native op for op %d datatype %d",
+                     cell->op, cell->datatype);
+    if (cell->op == FI_ATOMIC_READ) {
         buffer = &fiatomic_zero;
     } else if (uop == UCP_ATOMIC_OP_CSWAP) {
         /* UCP: buffer = compare value, reply buffer = in: the new value,
@@ -165,4 +146,14 @@ void fiatomic_native_start(fiatomic_elem_t *elem)
     } else {
         fiatomic_native_finish(elem, fetch, UCS_PTR_STATUS(sptr));
     }
+    return 1;
 }
+
+const fiatomic_strategy_ops_t fiatomic_native_ops = {
+    .id                    = FIATOMIC_STRATEGY_NATIVE,
+    .name                  = "native",
+    .supports              = fiatomic_native_supports,
+    .usable                = fiatomic_native_usable,
+    .start                 = fiatomic_native_start,
+    .needs_target_progress = fiatomic_native_needs_target_progress
+};

@@ -52,10 +52,26 @@ static uint64_t fiatomic_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-bool fiatomic_target_has(fiatomic_family_t family, int op, int datatype)
+static bool fiatomic_target_supports(const fiatomic_cell_t *cell)
 {
-    return fiatomic_cell_defined(family, op, datatype) &&
-           fiatomic_cpu_has_size(fiatomic_datatype_size(datatype));
+    return fiatomic_cpu_has_size(cell->size);
+}
+
+/* The target's CPU atomics are atomic with respect to UCP's own on 1..8-byte
+ * elements only where UCP's are CPU atomics too; 16/32-byte elements are out
+ * of UCP's reach. */
+static bool fiatomic_target_usable(const fiatomic_ep_h ep,
+                                   const fiatomic_rkey_t *key,
+                                   const fiatomic_cell_t *cell,
+                                   uint64_t flags)
+{
+    return fiatomic_target_supports(cell) && key->target_ok &&
+           ((cell->size > 8) || (ep->domain == FIATOMIC_DOMAIN_CPU));
+}
+
+static bool fiatomic_target_needs_target_progress(const fiatomic_rkey_t *key)
+{
+    return true;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -279,9 +295,10 @@ ucs_status_t fiatomic_target_reply_handler(void *arg, const void *header,
     }
 
     status = reply.status;
-    size   = msg->req->elem_size;
+    size   = msg->req->cell->size;
     values = (const uint8_t*)data + sizeof(reply);
-    if ((status == UCS_OK) && (msg->req->family != FIATOMIC_FAMILY_BASE)) {
+    if ((status == UCS_OK) &&
+        (msg->req->cell->family != FIATOMIC_FAMILY_BASE)) {
         if ((reply.count != msg->count) ||
             (length != sizeof(reply) + msg->count * size)) {
             status = UCS_ERR_IO_ERROR; /* a reply that does not fit */
@@ -325,9 +342,10 @@ static void fiatomic_target_sent_cb(void *request, ucs_status_t status,
 static size_t fiatomic_target_run(const fiatomic_req_t *req, size_t first,
                                   size_t count)
 {
-    size_t size     = req->elem_size;
-    size_t per_elem = ((req->op != FI_ATOMIC_READ) ? size : 0) +
-                      ((req->family == FIATOMIC_FAMILY_COMPARE) ? size : 0);
+    const fiatomic_cell_t *cell = req->cell;
+    size_t size     = cell->size;
+    size_t per_elem = ((cell->op != FI_ATOMIC_READ) ? size : 0) +
+                      ((cell->family == FIATOMIC_FAMILY_COMPARE) ? size : 0);
     size_t limit    = FIATOMIC_WIRE_MAX_PAYLOAD /
                       ((per_elem != 0) ? per_elem : size);
     const fiatomic_elem_t *e = &req->elems[first];
@@ -342,11 +360,13 @@ static size_t fiatomic_target_run(const fiatomic_req_t *req, size_t first,
     return n;
 }
 
-size_t fiatomic_target_start(fiatomic_req_t *req, size_t first, size_t count)
+static size_t fiatomic_target_start(fiatomic_req_t *req, size_t first,
+                                    size_t count)
 {
+    const fiatomic_cell_t *cell = req->cell;
     fiatomic_ep_h ep        = req->ep;
     fiatomic_elem_t *elems  = &req->elems[first];
-    size_t size             = req->elem_size;
+    size_t size             = cell->size;
     fiatomic_wire_req_t hdr = {0};
     ucp_request_param_t param;
     fiatomic_am_msg_t *msg;
@@ -371,9 +391,9 @@ size_t fiatomic_target_start(fiatomic_req_t *req, size_t first, size_t count)
 
     hdr.magic    = FIATOMIC_WIRE_REQ_MAGIC;
     hdr.version  = FIATOMIC_WIRE_VERSION;
-    hdr.family   = req->family;
-    hdr.op       = req->op;
-    hdr.datatype = req->datatype;
+    hdr.family   = cell->family;
+    hdr.op       = cell->op;
+    hdr.datatype = cell->datatype;
     hdr.count    = n;
     hdr.region   = msg->key->region;
     hdr.token    = msg->key->token;
@@ -381,16 +401,16 @@ size_t fiatomic_target_start(fiatomic_req_t *req, size_t first, size_t count)
     hdr.id       = fiatomic_msg_id(msg);
     memcpy(msg->buffer, &hdr, sizeof(hdr));
     p = msg->buffer + sizeof(hdr);
-    if (req->op != FI_ATOMIC_READ) {
+    if (cell->op != FI_ATOMIC_READ) {
         for (i = 0; i < n; ++i, p += size) {
             memcpy(p, elems[i].operand, size);
-            fiatomic_clear_padding(req->datatype, p);
+            fiatomic_clear_padding(cell->datatype, p);
         }
     }
-    if (req->family == FIATOMIC_FAMILY_COMPARE) {
+    if (cell->family == FIATOMIC_FAMILY_COMPARE) {
         for (i = 0; i < n; ++i, p += size) {
             memcpy(p, elems[i].compare, size);
-            fiatomic_clear_padding(req->datatype, p);
+            fiatomic_clear_padding(cell->datatype, p);
         }
     }
     msg->length = p - msg->buffer;
@@ -419,3 +439,12 @@ size_t fiatomic_target_start(fiatomic_req_t *req, size_t first, size_t count)
     fiatomic_target_check_overdue(ep);
     return n;
 }
+
+const fiatomic_strategy_ops_t fiatomic_target_ops = {
+    .id                    = FIATOMIC_STRATEGY_TARGET,
+    .name                  = "target",
+    .supports              = fiatomic_target_supports,
+    .usable                = fiatomic_target_usable,
+    .start                 = fiatomic_target_start,
+    .needs_target_progress = fiatomic_target_needs_target_progress
+};

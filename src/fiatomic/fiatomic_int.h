@@ -36,22 +36,6 @@
 #define fiatomic_assert(_cond) fiatomic_assertv(_cond, "%s", "")
 
 /* ------------------------------------------------------------------------ */
-/* Matrix (fiatomic_matrix.c)                                                */
-
-/** The library supports (family, op, datatype) at all (any configuration):
- *  false for out-of-range enum values too. */
-bool fiatomic_cell_defined(fiatomic_family_t family, int op, int datatype);
-/** Element size of a datatype, 0 if out of range. */
-size_t fiatomic_datatype_size(int datatype);
-/** FIATOMIC_TCLS_* of a datatype, 0 if out of range. */
-unsigned fiatomic_datatype_class(int datatype);
-/** Natural alignment of an element: its size, 16 for 32-byte elements. */
-size_t fiatomic_datatype_alignment(int datatype);
-/** The query flag word (0/FI_FETCH_ATOMIC/FI_COMPARE_ATOMIC) -> family;
- *  false for invalid combinations. */
-bool fiatomic_family_from_flags(uint64_t flags, fiatomic_family_t *family_p);
-
-/* ------------------------------------------------------------------------ */
 /* Combine functions (fiatomic_combine.c)                                    */
 
 /**
@@ -62,7 +46,66 @@ bool fiatomic_family_from_flags(uint64_t flags, fiatomic_family_t *family_p);
 typedef void (*fiatomic_combine_fn_t)(void *value, const void *operand,
                                       const void *compare);
 
-fiatomic_combine_fn_t fiatomic_combine_lookup(int op, int datatype);
+#define FIATOMIC_DECL_COMBINE_CELL(_dt, _T, _U, _sfx, _tcls, _op, _ocls) \
+    FIATOMIC_IF_##_ocls##_##_tcls( \
+        void fiatomic_combine_##_op##_##_sfx(void *value, \
+                                             const void *operand, \
+                                             const void *compare);)
+#define FIATOMIC_DECL_COMBINE_ROW(_op_enum, _op, _ocls, _fam) \
+    FIATOMIC_FOREACH_DATATYPE(FIATOMIC_DECL_COMBINE_CELL, _op, _ocls)
+FIATOMIC_FOREACH_OP(FIATOMIC_DECL_COMBINE_ROW)
+#undef FIATOMIC_DECL_COMBINE_ROW
+#undef FIATOMIC_DECL_COMBINE_CELL
+
+/* ------------------------------------------------------------------------ */
+/* Cells (fiatomic_matrix.c)                                                 */
+
+/**
+ * One (family, op, datatype) cell, resolved once from the lists: what every
+ * layer needs to know about it. Constant; passed by pointer.
+ */
+typedef struct fiatomic_cell {
+    fiatomic_combine_fn_t combine;  /* NULL: not a cell of fi_atomic(3) */
+    uint8_t               family;   /* fiatomic_family_t */
+    uint8_t               op;       /* enum fi_op */
+    uint8_t               datatype; /* enum fi_datatype */
+    uint8_t               size;     /* element bytes */
+    uint8_t               align;    /* natural alignment: size, 16 at most */
+    uint8_t               tcls;     /* FIATOMIC_TCLS_* */
+    int8_t                ucp_op;   /* ucp_atomic_op_t that is exactly the
+                                       op on this type, or -1 */
+} fiatomic_cell_t;
+
+extern const fiatomic_cell_t
+fiatomic_cells[FIATOMIC_FAMILY_LAST][FIATOMIC_OP_COUNT]
+              [FIATOMIC_DATATYPE_COUNT];
+
+/** The cell, or NULL when (family, op, datatype) is not one (out-of-range
+ *  values included). */
+static inline const fiatomic_cell_t *
+fiatomic_cell_get(int family, int op, int datatype)
+{
+    const fiatomic_cell_t *cell;
+
+    if (((unsigned)family >= FIATOMIC_FAMILY_LAST) ||
+        ((unsigned)op >= FIATOMIC_OP_COUNT) ||
+        ((unsigned)datatype >= FIATOMIC_DATATYPE_COUNT)) {
+        return NULL;
+    }
+    cell = &fiatomic_cells[family][op][datatype];
+    return (cell->combine != NULL) ? cell : NULL;
+}
+
+/** The library supports (family, op, datatype) at all (any configuration):
+ *  false for out-of-range enum values too. */
+bool fiatomic_cell_defined(fiatomic_family_t family, int op, int datatype);
+/** Element size of a datatype, 0 if out of range. */
+size_t fiatomic_datatype_size(int datatype);
+/** Natural alignment of an element: its size, 16 for 32-byte elements. */
+size_t fiatomic_datatype_alignment(int datatype);
+/** The query flag word (0/FI_FETCH_ATOMIC/FI_COMPARE_ATOMIC) -> family;
+ *  false for invalid combinations. */
+bool fiatomic_family_from_flags(uint64_t flags, fiatomic_family_t *family_p);
 
 /* ------------------------------------------------------------------------ */
 /* Objects                                                                   */
@@ -94,6 +137,13 @@ struct fiatomic_context {
     ucp_worker_h        worker;
     size_t              max_count;
     fiatomic_strategy_t forced;     /* NONE = auto */
+    /* What endpoints of this context can be (its UCP transports): for
+     * fi_query_atomic, which cannot know the endpoint */
+    bool                tl_cpu_amo; /* a transport with CPU atomics (shm,
+                                       self): endpoints may be in the CPU
+                                       domain with UCP's own atomic lanes */
+    bool                tl_device;  /* a transport that may execute atomics
+                                       in a device */
     uint64_t            nonce;      /* identifies this context's keys */
     uint64_t            rand_state; /* region tokens */
     unsigned            num_eps;    /* not yet freed (zombies included) */
@@ -152,7 +202,7 @@ typedef struct fiatomic_rkey {
     bool       target_ok;    /* target-side requests can be sent */
     uint32_t   region;
     uint64_t   token;
-    /* fiatomic_ep_select() per cell, filled on first use: the post path
+    /* fiatomic_select() per cell, filled on first use: the post path
      * decides with one lookup (FIATOMIC_STRATEGY_LAST = not yet known) */
     uint8_t    strategy[FIATOMIC_FAMILY_LAST][FIATOMIC_OP_COUNT]
                        [FIATOMIC_DATATYPE_COUNT];
@@ -231,7 +281,8 @@ typedef struct fiatomic_elem {
     const void          *compare;   /* compare family only */
     void                *result;    /* fetch/compare families only */
     fiatomic_strategy_t strategy;
-    /* CAS-loop state: the enclosing word and the element inside it */
+    /* CAS-loop state (fiatomic_exec_cas.c): the enclosing word and the
+     * element inside it */
     uint64_t            word_addr;
     unsigned            word_size;  /* 4 or 8 */
     unsigned            shift;      /* bit offset of the element in the word */
@@ -246,11 +297,7 @@ struct fiatomic_req {
     fiatomic_ep_h            ep;
     fiatomic_req_kind_t      kind;
     unsigned                 flags;     /* FIATOMIC_REQ_F_* */
-    fiatomic_family_t        family;
-    int                      op;
-    int                      datatype;
-    size_t                   elem_size;
-    fiatomic_combine_fn_t    combine;
+    const fiatomic_cell_t    *cell;     /* NULL for a flush */
     size_t                   count;
     size_t                   remaining; /* elements not yet done */
     size_t                   next;      /* next element to start */
@@ -279,32 +326,6 @@ void fiatomic_ep_req_done(fiatomic_ep_h ep, fiatomic_req_t *req);
 fiatomic_rkey_t *fiatomic_ep_key_lookup(fiatomic_ep_h ep, uint64_t key);
 void fiatomic_ep_inflight_add(fiatomic_ep_h ep);
 void fiatomic_ep_inflight_remove(fiatomic_ep_h ep);
-/** Strategy for a cell on this ep/key under the current configuration. */
-fiatomic_strategy_t fiatomic_ep_select(fiatomic_ep_h ep,
-                                       const fiatomic_rkey_t *key,
-                                       fiatomic_family_t family, int op,
-                                       int datatype);
-
-/** The strategy `forced` would give (FIATOMIC_STRATEGY_NONE: auto). */
-fiatomic_strategy_t fiatomic_ep_select_forced(fiatomic_ep_h ep,
-                                              const fiatomic_rkey_t *key,
-                                              fiatomic_family_t family,
-                                              int op, int datatype,
-                                              fiatomic_strategy_t forced);
-
-/** The same, cached in the key; family/op/datatype must be in range. */
-static inline fiatomic_strategy_t
-fiatomic_key_strategy(fiatomic_ep_h ep, fiatomic_rkey_t *key,
-                      fiatomic_family_t family, int op, int datatype)
-{
-    uint8_t *cached = &key->strategy[family][op][datatype];
-
-    if (*cached == FIATOMIC_STRATEGY_LAST) {
-        *cached = fiatomic_ep_select(ep, key, family, op, datatype);
-    }
-    return (fiatomic_strategy_t)*cached;
-}
-
 /** Forget every key's cached strategies (the endpoint's lanes changed). */
 void fiatomic_ep_keys_reset(fiatomic_ep_h ep);
 
@@ -314,19 +335,68 @@ ucs_status_ptr_t fiatomic_ucp_amo(fiatomic_elem_t *elem, ucp_atomic_op_t op,
                                   uint64_t raddr, void *reply,
                                   ucp_send_nbx_callback_t cb);
 
-/* Strategies: start one element; each calls fiatomic_elem_done() exactly
- * once, possibly before returning. */
-bool fiatomic_native_has(fiatomic_family_t family, int op, int datatype);
-void fiatomic_native_start(fiatomic_elem_t *elem);
-bool fiatomic_cas_has(fiatomic_family_t family, int op, int datatype);
-void fiatomic_cas_start(fiatomic_elem_t *elem);
-bool fiatomic_direct_has(fiatomic_family_t family, int op, int datatype);
-void fiatomic_direct_start(fiatomic_elem_t *elem);
-bool fiatomic_target_has(fiatomic_family_t family, int op, int datatype);
-/** Start elements [first, first + count) of req as target-side messages;
- *  returns how many elements it took (a message holds what fits). */
-size_t fiatomic_target_start(fiatomic_req_t *req, size_t first,
-                             size_t count);
+/* ------------------------------------------------------------------------ */
+/* Strategies: each fiatomic_exec_*.c exports one table; only the selector
+ * (fiatomic_select.c) chooses among them. */
+
+typedef struct fiatomic_strategy_ops {
+    fiatomic_strategy_t id;
+    const char          *name;
+    /** Can execute the cell on some endpoint (a property of the cell). */
+    bool   (*supports)(const fiatomic_cell_t *cell);
+    /** Computes fi_atomic(3)'s result for the cell, atomically with every
+     *  other strategy usable there, on this endpoint and key when the call
+     *  carries `flags` (FI_*). */
+    bool   (*usable)(const fiatomic_ep_h ep, const fiatomic_rkey_t *key,
+                     const fiatomic_cell_t *cell, uint64_t flags);
+    /** Start elements [first, first + count) of req, all of this strategy;
+     *  returns how many it took (at least 1). Each element taken reaches
+     *  fiatomic_elem_done() exactly once, possibly before this returns. */
+    size_t (*start)(fiatomic_req_t *req, size_t first, size_t count);
+    /** Completion needs the target to progress its worker. */
+    bool   (*needs_target_progress)(const fiatomic_rkey_t *key);
+} fiatomic_strategy_ops_t;
+
+extern const fiatomic_strategy_ops_t fiatomic_native_ops;
+extern const fiatomic_strategy_ops_t fiatomic_cas_ops;
+extern const fiatomic_strategy_ops_t fiatomic_direct_ops;
+extern const fiatomic_strategy_ops_t fiatomic_target_ops;
+
+/* fiatomic_select.c: the only place that chooses */
+/** The table of a strategy (NULL for NONE or out of range). */
+const fiatomic_strategy_ops_t *fiatomic_strategy_ops(fiatomic_strategy_t id);
+/** The strategy of one element of the cell on ep/key, whatever the call's
+ *  flags: what the call does and what fiatomic_query_cell() reports. */
+fiatomic_strategy_t fiatomic_select(fiatomic_ep_h ep,
+                                    const fiatomic_rkey_t *key,
+                                    const fiatomic_cell_t *cell);
+/** The strategy of a call's `count` elements under one key (an array may
+ *  take another strategy than one element, never a less capable one). */
+fiatomic_strategy_t fiatomic_select_call(fiatomic_ep_h ep,
+                                         fiatomic_rkey_t *key,
+                                         const fiatomic_cell_t *cell,
+                                         size_t count);
+/** Whether every endpoint and key this context can have executes the cell
+ *  (fi_query_atomic). */
+bool fiatomic_select_configured(fiatomic_h fia, const fiatomic_cell_t *cell);
+
+/** fiatomic_select(), cached in the key: the post path decides with one
+ *  lookup. */
+static inline fiatomic_strategy_t
+fiatomic_select_cached(fiatomic_ep_h ep, fiatomic_rkey_t *key,
+                       const fiatomic_cell_t *cell)
+{
+    uint8_t *cached = &key->strategy[cell->family][cell->op][cell->datatype];
+
+    if (ucs_unlikely(*cached == FIATOMIC_STRATEGY_LAST)) {
+        *cached = fiatomic_select(ep, key, cell);
+    }
+    return (fiatomic_strategy_t)*cached;
+}
+
+/** A UCT transport whose atomics are CPU atomics on the target's memory. */
+bool fiatomic_tl_is_cpu(const char *name, size_t len);
+
 /** Probe the target if a reply awaited on the ep is overdue. */
 void fiatomic_target_check_overdue(fiatomic_ep_h ep);
 /** Fail every target-side message of the ep still awaiting its reply. */
@@ -337,9 +407,9 @@ void fiatomic_target_ep_fail(fiatomic_ep_h ep, ucs_status_t status);
  *  the caller's stack held there is not sent anywhere. */
 void fiatomic_clear_padding(int datatype, void *value);
 bool fiatomic_cpu_has_size(size_t size);
-void fiatomic_cpu_apply(fiatomic_h fia, int datatype, int op,
-                        fiatomic_combine_fn_t combine, void *ptr,
-                        const void *operand, const void *compare, void *old);
+void fiatomic_cpu_apply(fiatomic_h fia, const fiatomic_cell_t *cell,
+                        void *ptr, const void *operand, const void *compare,
+                        void *old);
 
 /* fiatomic_target.c: the target's side */
 ucs_status_t fiatomic_target_init(fiatomic_h fia);

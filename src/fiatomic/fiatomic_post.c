@@ -19,6 +19,8 @@ typedef struct fiatomic_call {
     fiatomic_family_t        family;
     int                      op;
     int                      datatype;
+    const fiatomic_cell_t    *cell;    /* set by fiatomic_call_check() */
+    fiatomic_rkey_t          *key;     /* the first segment's, likewise */
     const struct fi_ioc      *iov;
     size_t                   iov_count;
     const struct fi_ioc      *comparev;
@@ -36,9 +38,10 @@ typedef struct fiatomic_call {
 
 /* Sum the element counts of an ioc array; every entry with elements must
  * have a buffer unless `may_be_null`, naturally aligned. */
-static ucs_status_t fiatomic_ioc_total(const struct fi_ioc *iov, size_t count,
-                                       int datatype, bool may_be_null,
-                                       size_t *total_p)
+static UCS_F_ALWAYS_INLINE ucs_status_t
+fiatomic_ioc_total(const struct fi_ioc *iov, size_t count,
+                   const fiatomic_cell_t *cell, bool may_be_null,
+                   size_t *total_p)
 {
     size_t total = 0, i;
 
@@ -52,8 +55,7 @@ static ucs_status_t fiatomic_ioc_total(const struct fi_ioc *iov, size_t count,
         }
         if (!may_be_null &&
             ((iov[i].addr == NULL) ||
-             ((uintptr_t)iov[i].addr %
-              fiatomic_datatype_alignment(datatype)))) {
+             ((uintptr_t)iov[i].addr & (cell->align - 1)))) {
             return UCS_ERR_INVALID_PARAM;
         }
         if (total + iov[i].count < total) {
@@ -67,11 +69,10 @@ static ucs_status_t fiatomic_ioc_total(const struct fi_ioc *iov, size_t count,
 }
 
 /* Every remote segment: a known key, inside the exposed range, aligned. */
-static ucs_status_t fiatomic_rma_check(fiatomic_ep_h ep,
-                                       const fiatomic_call_t *call,
-                                       size_t *total_p)
+static UCS_F_ALWAYS_INLINE ucs_status_t
+fiatomic_rma_check(fiatomic_ep_h ep, fiatomic_call_t *call, size_t *total_p)
 {
-    size_t elem_size = fiatomic_datatype_size(call->datatype);
+    const fiatomic_cell_t *cell = call->cell;
     const struct fi_rma_ioc *rma;
     fiatomic_rkey_t *key;
     size_t total = 0, i;
@@ -87,18 +88,20 @@ static ucs_status_t fiatomic_rma_check(fiatomic_ep_h ep,
             continue;
         }
         key = fiatomic_ep_key_lookup(ep, rma->key);
-        if ((key == NULL) ||
-            (rma->addr % fiatomic_datatype_alignment(call->datatype)) ||
+        if ((key == NULL) || (rma->addr & (cell->align - 1)) ||
             (rma->addr < key->address)) {
             return UCS_ERR_INVALID_PARAM;
         }
         offset = rma->addr - key->address;
         if ((offset > key->length) ||
-            (rma->count > (key->length - offset) / elem_size)) {
+            (rma->count > (key->length - offset) / cell->size)) {
             return UCS_ERR_INVALID_PARAM; /* beyond the exposed range */
         }
         if (total + rma->count < total) {
             return UCS_ERR_INVALID_PARAM;
+        }
+        if (total == 0) {
+            call->key = key;
         }
         total += rma->count;
     }
@@ -107,29 +110,32 @@ static ucs_status_t fiatomic_rma_check(fiatomic_ep_h ep,
     return UCS_OK;
 }
 
-static ucs_status_t fiatomic_call_check(fiatomic_ep_h ep,
-                                        const fiatomic_call_t *call,
-                                        size_t *count_p)
+/*
+ * The one validation of every call, whatever its form or path: everything
+ * is checked before anything is sent, and the cell is resolved once.
+ */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+fiatomic_call_check(fiatomic_ep_h ep, fiatomic_call_t *call, size_t *count_p)
 {
     bool needs_operand = (call->op != FI_ATOMIC_READ);
     size_t count, rma_count, other;
     ucs_status_t status;
 
-    if ((ep == NULL) || ep->destroyed) {
+    if (ucs_unlikely((ep == NULL) || ep->destroyed)) {
         return UCS_ERR_INVALID_PARAM;
     }
 
-    if (call->flags & (FI_TAGGED | FI_REMOTE_CQ_DATA)) {
-        return UCS_ERR_UNSUPPORTED;
-    } else if (call->flags & ~FIATOMIC_OP_FLAGS) {
-        return UCS_ERR_INVALID_PARAM;
+    if (ucs_unlikely(call->flags & ~FIATOMIC_OP_FLAGS)) {
+        return (call->flags & (FI_TAGGED | FI_REMOTE_CQ_DATA)) ?
+               UCS_ERR_UNSUPPORTED : UCS_ERR_INVALID_PARAM;
     }
 
-    if (!fiatomic_cell_defined(call->family, call->op, call->datatype)) {
+    call->cell = fiatomic_cell_get(call->family, call->op, call->datatype);
+    if (ucs_unlikely(call->cell == NULL)) {
         return UCS_ERR_UNSUPPORTED;
     }
 
-    status = fiatomic_ioc_total(call->iov, call->iov_count, call->datatype,
+    status = fiatomic_ioc_total(call->iov, call->iov_count, call->cell,
                                 !needs_operand, &count);
     if (status != UCS_OK) {
         return status;
@@ -156,7 +162,7 @@ static ucs_status_t fiatomic_call_check(fiatomic_ep_h ep,
 
     if (call->family == FIATOMIC_FAMILY_COMPARE) {
         status = fiatomic_ioc_total(call->comparev, call->compare_count,
-                                    call->datatype, false, &other);
+                                    call->cell, false, &other);
         if ((status != UCS_OK) || (other != count)) {
             return UCS_ERR_INVALID_PARAM;
         }
@@ -164,7 +170,7 @@ static ucs_status_t fiatomic_call_check(fiatomic_ep_h ep,
 
     if (call->family != FIATOMIC_FAMILY_BASE) {
         status = fiatomic_ioc_total(call->resultv, call->result_count,
-                                    call->datatype, false, &other);
+                                    call->cell, false, &other);
         if ((status != UCS_OK) || (other != count)) {
             return UCS_ERR_INVALID_PARAM;
         }
@@ -199,37 +205,42 @@ static void *fiatomic_ioc_next(fiatomic_ioc_iter_t *it, size_t elem_size)
     return ptr;
 }
 
-/*
- * The strategy of a call's elements under one key: the cell's, except that
- * an array whose cell is native over software atomics (tcp) goes to the
- * target in one message instead of one UCP round trip per element.
- */
-static fiatomic_strategy_t fiatomic_call_strategy(fiatomic_ep_h ep,
-                                                  fiatomic_rkey_t *key,
-                                                  const fiatomic_call_t *call,
-                                                  size_t count)
+/* One element; with FI_INJECT, its operand and compare value are copied
+ * (at *copy_p) so the caller's buffers are free on return. */
+static UCS_F_ALWAYS_INLINE void
+fiatomic_elem_init(fiatomic_elem_t *elem, fiatomic_req_t *req,
+                   fiatomic_rkey_t *key, uint64_t raddr, const void *operand,
+                   const void *compare, void *result,
+                   fiatomic_strategy_t strategy, bool inject,
+                   uint8_t **copy_p)
 {
-    fiatomic_strategy_t strategy = fiatomic_key_strategy(ep, key, call->family,
-                                                         call->op,
-                                                         call->datatype);
+    size_t size = req->cell->size;
 
-    if ((count > 1) && (strategy == FIATOMIC_STRATEGY_NATIVE) &&
-        (ep->fia->forced == FIATOMIC_STRATEGY_NONE) && key->sw_amo &&
-        (fiatomic_ep_select_forced(ep, key, call->family, call->op,
-                                   call->datatype, FIATOMIC_STRATEGY_TARGET) ==
-         FIATOMIC_STRATEGY_TARGET)) {
-        return FIATOMIC_STRATEGY_TARGET;
+    elem->req      = req;
+    elem->key      = key;
+    elem->raddr    = raddr;
+    elem->operand  = operand;
+    elem->compare  = compare;
+    elem->result   = result;
+    elem->strategy = strategy;
+    if (inject && (operand != NULL)) {
+        memcpy(*copy_p, operand, size);
+        elem->operand = *copy_p;
+        *copy_p      += size;
     }
-    return strategy;
+    if (inject && (compare != NULL)) {
+        memcpy(*copy_p, compare, size);
+        elem->compare = *copy_p;
+        *copy_p      += size;
+    }
 }
 
-/* Lay out the elements; with FI_INJECT, operands and compare values are
- * copied so the caller's buffers are free on return. */
+/* Lay out the elements, each remote segment with its key's strategy. */
 static ucs_status_t fiatomic_call_layout(fiatomic_ep_h ep,
                                          const fiatomic_call_t *call,
                                          fiatomic_req_t *req)
 {
-    size_t size        = req->elem_size;
+    size_t size        = req->cell->size;
     bool inject        = (call->flags & FI_INJECT);
     bool has_operand   = (call->op != FI_ATOMIC_READ);
     bool has_compare   = (call->family == FIATOMIC_FAMILY_COMPARE);
@@ -240,9 +251,10 @@ static ucs_status_t fiatomic_call_layout(fiatomic_ep_h ep,
     uint8_t *copy      = req->copy;
     fiatomic_strategy_t strategy;
     const struct fi_rma_ioc *rma;
-    fiatomic_elem_t *elem;
     fiatomic_rkey_t *key;
     size_t e = 0, i, j;
+    const void *operand, *compare;
+    void *result;
 
     for (i = 0; i < call->rma_iov_count; ++i) {
         rma = &call->rma_iov[i];
@@ -250,35 +262,17 @@ static ucs_status_t fiatomic_call_layout(fiatomic_ep_h ep,
             continue;
         }
         key      = fiatomic_ep_key_lookup(ep, rma->key);
-        strategy = fiatomic_call_strategy(ep, key, call, req->count);
+        strategy = fiatomic_select_call(ep, key, req->cell, req->count);
         if (strategy == FIATOMIC_STRATEGY_NONE) {
             return UCS_ERR_UNSUPPORTED;
         }
         for (j = 0; j < rma->count; ++j, ++e) {
-            elem           = &req->elems[e];
-            elem->req      = req;
-            elem->key      = key;
-            elem->raddr    = rma->addr + j * size;
-            elem->operand  = fiatomic_ioc_next(&opi, size);
-            elem->compare  = fiatomic_ioc_next(&cmi, size);
-            elem->result   = fiatomic_ioc_next(&rsi, size);
-            elem->strategy = strategy;
-            if (inject && (elem->operand != NULL)) {
-                memcpy(copy, elem->operand, size);
-                elem->operand = copy;
-                copy         += size;
-            }
-            if (inject && (elem->compare != NULL)) {
-                memcpy(copy, elem->compare, size);
-                elem->compare = copy;
-                copy         += size;
-            }
-            /* The CAS loop works on the aligned word that holds the element:
-             * 32 bits for elements of up to 4 bytes, else 64. */
-            elem->word_size = (size <= 4) ? 4 : 8;
-            elem->word_addr = elem->raddr & ~(uint64_t)(elem->word_size - 1);
-            elem->shift     = (unsigned)(elem->raddr - elem->word_addr) * 8;
-            elem->observed  = false;
+            operand = fiatomic_ioc_next(&opi, size);
+            compare = fiatomic_ioc_next(&cmi, size);
+            result  = fiatomic_ioc_next(&rsi, size);
+            fiatomic_elem_init(&req->elems[e], req, key, rma->addr + j * size,
+                               operand, compare, result, strategy, inject,
+                               &copy);
         }
     }
 
@@ -291,7 +285,7 @@ static fiatomic_req_t *fiatomic_call_req(fiatomic_ep_h ep,
                                          size_t count)
 {
     const fiatomic_request_param_t *param = call->param;
-    size_t size = fiatomic_datatype_size(call->datatype);
+    size_t size = call->cell->size;
     fiatomic_req_t *req;
 
     req = fiatomic_req_get(ep, count,
@@ -300,11 +294,7 @@ static fiatomic_req_t *fiatomic_call_req(fiatomic_ep_h ep,
         return NULL;
     }
 
-    req->family    = call->family;
-    req->op        = call->op;
-    req->datatype  = call->datatype;
-    req->elem_size = size;
-    req->combine   = fiatomic_combine_lookup(call->op, call->datatype);
+    req->cell      = call->cell;
     req->flags     = FIATOMIC_REQ_F_POSTING;
     if (call->flags & FI_FENCE) {
         req->flags |= FIATOMIC_REQ_F_FENCE;
@@ -359,17 +349,13 @@ static ucs_status_ptr_t fiatomic_req_post(fiatomic_ep_h ep,
     return req;
 }
 
-static ucs_status_ptr_t fiatomic_post(fiatomic_ep_h ep,
-                                      const fiatomic_call_t *call)
+/* The general path of a checked call. */
+static ucs_status_ptr_t fiatomic_post_checked(fiatomic_ep_h ep,
+                                              const fiatomic_call_t *call,
+                                              size_t count)
 {
     fiatomic_req_t *req;
     ucs_status_t status;
-    size_t count;
-
-    status = fiatomic_call_check(ep, call, &count);
-    if (status != UCS_OK) {
-        return UCS_STATUS_PTR(status);
-    }
 
     req = fiatomic_call_req(ep, call, count);
     if (req == NULL) {
@@ -385,74 +371,60 @@ static ucs_status_ptr_t fiatomic_post(fiatomic_ep_h ep,
     return fiatomic_req_post(ep, req);
 }
 
-/* Flags the single-element path takes; the others need the general one. */
-#define FIATOMIC_SINGLE_FLAGS (FI_INJECT | FI_COMPLETION | FI_MORE | \
-                               FI_TRANSMIT_COMPLETE | FI_INJECT_COMPLETE | \
-                               FI_DELIVERY_COMPLETE)
-
-static int fiatomic_misaligned(const void *ptr, size_t align)
+static ucs_status_ptr_t fiatomic_post(fiatomic_ep_h ep, fiatomic_call_t *call)
 {
-    return ((uintptr_t)ptr & (align - 1)) != 0;
+    ucs_status_t status;
+    size_t count;
+
+    status = fiatomic_call_check(ep, call, &count);
+    if (status != UCS_OK) {
+        return UCS_STATUS_PTR(status);
+    }
+    return fiatomic_post_checked(ep, call, count);
 }
 
 /*
- * One element, the hot path of the plain calls: the same checks (and the
- * same answers) as the general path with one strategy lookup, and a direct
- * element executed at once without a request. Anything unusual (FI_FENCE,
- * a deferred queue, count != 1) takes the general path.
+ * The plain calls: the same validation as every call, then, for one
+ * element with nothing to wait for (no FI_FENCE, nothing deferred), one
+ * strategy lookup and a direct element executed at once without a request.
  */
-static ucs_status_ptr_t fiatomic_post_single(fiatomic_ep_h ep,
-                                             const fiatomic_call_t *call,
-                                             size_t count, const void *buf,
-                                             const void *compare,
-                                             void *result, uint64_t addr,
-                                             uint64_t key_id)
+static UCS_F_ALWAYS_INLINE ucs_status_ptr_t
+fiatomic_post_plain(fiatomic_ep_h ep, fiatomic_call_t *call)
 {
-    fiatomic_family_t family = call->family;
-    int op = call->op, datatype = call->datatype;
     uint8_t old[FIATOMIC_MAX_ELEM_SIZE];
+    const fiatomic_cell_t *cell;
     fiatomic_strategy_t strategy;
-    fiatomic_elem_t *elem;
-    fiatomic_rkey_t *key;
     fiatomic_req_t *req;
-    size_t size, align;
+    fiatomic_rkey_t *key;
+    ucs_status_t status;
+    uint8_t *copy;
+    size_t count;
 
-    if ((count != 1) || (ep == NULL) || ep->destroyed ||
-        (call->flags & ~FIATOMIC_SINGLE_FLAGS) ||
+    status = fiatomic_call_check(ep, call, &count);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return UCS_STATUS_PTR(status);
+    }
+
+    if ((count != 1) || (call->flags & FI_FENCE) ||
         !ucs_list_is_empty(&ep->deferred)) {
-        return fiatomic_post(ep, call);
+        return fiatomic_post_checked(ep, call, count);
     }
 
-    if (!fiatomic_cell_defined(family, op, datatype)) {
-        return UCS_STATUS_PTR(UCS_ERR_UNSUPPORTED);
-    }
-
-    size  = fiatomic_datatype_size(datatype);
-    align = fiatomic_datatype_alignment(datatype);
-    key   = fiatomic_ep_key_lookup(ep, key_id);
-    if (((op != FI_ATOMIC_READ) &&
-         ((buf == NULL) || fiatomic_misaligned(buf, align))) ||
-        ((family == FIATOMIC_FAMILY_COMPARE) &&
-         ((compare == NULL) || fiatomic_misaligned(compare, align))) ||
-        ((family != FIATOMIC_FAMILY_BASE) &&
-         ((result == NULL) || fiatomic_misaligned(result, align))) ||
-        (key == NULL) || (addr & (align - 1)) || (addr < key->address) ||
-        (addr - key->address > key->length - size) || (size > key->length)) {
-        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
-    }
-
-    strategy = fiatomic_key_strategy(ep, key, family, op, datatype);
-    if (strategy == FIATOMIC_STRATEGY_NONE) {
+    cell     = call->cell;
+    key      = call->key;
+    strategy = fiatomic_select_cached(ep, key, cell);
+    if (ucs_unlikely(strategy == FIATOMIC_STRATEGY_NONE)) {
         return UCS_STATUS_PTR(UCS_ERR_UNSUPPORTED);
     } else if (strategy == FIATOMIC_STRATEGY_DIRECT) {
-        fiatomic_cpu_apply(ep->fia, datatype, op,
-                           fiatomic_combine_lookup(op, datatype),
-                           key->local_base + (addr - key->address),
-                           (op != FI_ATOMIC_READ) ? buf : NULL,
-                           (family == FIATOMIC_FAMILY_COMPARE) ? compare :
-                                                                 NULL, old);
-        if (result != NULL) {
-            memcpy(result, old, size);
+        fiatomic_cpu_apply(ep->fia, cell,
+                           key->local_base +
+                           (call->rma_iov[0].addr - key->address),
+                           (call->op != FI_ATOMIC_READ) ? call->iov[0].addr :
+                                                          NULL,
+                           (call->family == FIATOMIC_FAMILY_COMPARE) ?
+                           call->comparev[0].addr : NULL, old);
+        if (call->family != FIATOMIC_FAMILY_BASE) {
+            memcpy(call->resultv[0].addr, old, cell->size);
         }
         return NULL; /* done, in place: no request, no callback */
     }
@@ -462,29 +434,15 @@ static ucs_status_ptr_t fiatomic_post_single(fiatomic_ep_h ep,
         return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
     }
 
-    elem            = &req->elems[0];
-    elem->req       = req;
-    elem->key       = key;
-    elem->raddr     = addr;
-    elem->operand   = (op != FI_ATOMIC_READ) ? buf : NULL;
-    elem->compare   = (family == FIATOMIC_FAMILY_COMPARE) ? compare : NULL;
-    elem->result    = (family != FIATOMIC_FAMILY_BASE) ? result : NULL;
-    elem->strategy  = strategy;
-    elem->word_size = (size <= 4) ? 4 : 8;
-    elem->word_addr = addr & ~(uint64_t)(elem->word_size - 1);
-    elem->shift     = (unsigned)(addr - elem->word_addr) * 8;
-    elem->observed  = false;
-    if (call->flags & FI_INJECT) {
-        if (elem->operand != NULL) {
-            memcpy(req->copy, elem->operand, size);
-            elem->operand = req->copy;
-        }
-        if (elem->compare != NULL) {
-            memcpy(req->copy + size, elem->compare, size);
-            elem->compare = req->copy + size;
-        }
-    }
-
+    copy = req->copy;
+    fiatomic_elem_init(&req->elems[0], req, key, call->rma_iov[0].addr,
+                       (call->op != FI_ATOMIC_READ) ? call->iov[0].addr :
+                                                      NULL,
+                       (call->family == FIATOMIC_FAMILY_COMPARE) ?
+                       call->comparev[0].addr : NULL,
+                       (call->family != FIATOMIC_FAMILY_BASE) ?
+                       call->resultv[0].addr : NULL,
+                       strategy, call->flags & FI_INJECT, &copy);
     return fiatomic_req_post(ep, req);
 }
 
@@ -557,7 +515,7 @@ fiatomic_atomic_nbx(fiatomic_ep_h ep, const void *buf, size_t count,
 
     fiatomic_call_init(&call, FIATOMIC_FAMILY_BASE, op, datatype, &iov, 1,
                        &rma, 1, 0, param);
-    return fiatomic_post_single(ep, &call, count, buf, NULL, NULL, addr, key);
+    return fiatomic_post_plain(ep, &call);
 }
 
 FIATOMIC_API ucs_status_ptr_t
@@ -618,8 +576,7 @@ fiatomic_fetch_atomic_nbx(fiatomic_ep_h ep, const void *buf, size_t count,
                        &rma, 1, 0, param);
     call.resultv      = &res;
     call.result_count = 1;
-    return fiatomic_post_single(ep, &call, count, buf, NULL, result, addr,
-                                key);
+    return fiatomic_post_plain(ep, &call);
 }
 
 FIATOMIC_API ucs_status_ptr_t
@@ -672,8 +629,7 @@ fiatomic_compare_atomic_nbx(fiatomic_ep_h ep, const void *buf, size_t count,
     call.compare_count = 1;
     call.resultv       = &res;
     call.result_count  = 1;
-    return fiatomic_post_single(ep, &call, count, buf, compare, result, addr,
-                                key);
+    return fiatomic_post_plain(ep, &call);
 }
 
 FIATOMIC_API ucs_status_ptr_t

@@ -41,41 +41,13 @@ FIATOMIC_API const char *fiatomic_family_name(fiatomic_family_t family)
            fiatomic_family_names[family];
 }
 
-/*
- * Whether some endpoint of this configuration can execute the cell: the same
- * predicates fiatomic_ep_select() uses, with the endpoint-specific direct
- * path assumed available (as fi_query_atomic answers "for suitably
- * configured endpoints"); fiatomic_query_cell() gives the exact answer.
- */
-static bool fiatomic_cell_configured(fiatomic_h fia, fiatomic_family_t family,
-                                     int op, int datatype)
-{
-    bool target = fia->am_enabled &&
-                  fiatomic_target_has(family, op, datatype);
-
-    switch (fia->forced) {
-    case FIATOMIC_STRATEGY_NATIVE:
-        return fiatomic_native_has(family, op, datatype);
-    case FIATOMIC_STRATEGY_CAS:
-        return fiatomic_cas_has(family, op, datatype);
-    case FIATOMIC_STRATEGY_DIRECT:
-        return fiatomic_direct_has(family, op, datatype);
-    case FIATOMIC_STRATEGY_TARGET:
-        return target;
-    default:
-        /* 16/32-byte elements: target-side, or direct on mapped memory */
-        return fiatomic_native_has(family, op, datatype) ||
-               fiatomic_cas_has(family, op, datatype) || target ||
-               fiatomic_direct_has(family, op, datatype);
-    }
-}
-
 FIATOMIC_API int fiatomic_query_atomic(fiatomic_h fia,
                                        enum fi_datatype datatype,
                                        enum fi_op op,
                                        struct fi_atomic_attr *attr,
                                        uint64_t flags)
 {
+    const fiatomic_cell_t *cell;
     fiatomic_family_t family;
 
     if ((fia == NULL) || (attr == NULL)) {
@@ -88,12 +60,17 @@ FIATOMIC_API int fiatomic_query_atomic(fiatomic_h fia,
         !fiatomic_family_from_flags(flags, &family)) {
         return -FI_EINVAL;
     }
-    if (!fiatomic_cell_configured(fia, family, op, datatype)) {
+    /* Supported when every endpoint and key of this context executes the
+     * cell (the selector, as the call asks it); fiatomic_query_cell()
+     * answers for one endpoint and key (the direct strategy, for one, is a
+     * property of the key's memory). */
+    cell = fiatomic_cell_get(family, op, datatype);
+    if ((cell == NULL) || !fiatomic_select_configured(fia, cell)) {
         return -FI_EOPNOTSUPP;
     }
 
     attr->count = fia->max_count;
-    attr->size  = fiatomic_datatype_size(datatype);
+    attr->size  = cell->size;
     return 0;
 }
 
@@ -140,6 +117,8 @@ FIATOMIC_API int fiatomic_query_cell(fiatomic_ep_h ep, uint64_t key,
                                      enum fi_datatype datatype, enum fi_op op,
                                      fiatomic_cell_info_t *info)
 {
+    const fiatomic_strategy_ops_t *ops;
+    const fiatomic_cell_t *cell;
     fiatomic_rkey_t *rkey;
 
     if ((ep == NULL) || (info == NULL)) {
@@ -151,26 +130,17 @@ FIATOMIC_API int fiatomic_query_cell(fiatomic_ep_h ep, uint64_t key,
         return -FI_EINVAL;
     }
 
-    info->strategy = fiatomic_ep_select(ep, rkey, family, op, datatype);
-    if (info->strategy == FIATOMIC_STRATEGY_NONE) {
+    cell = fiatomic_cell_get(family, op, datatype);
+    if (cell == NULL) {
+        info->strategy              = FIATOMIC_STRATEGY_NONE;
         info->needs_target_progress = 0;
-        return fiatomic_cell_defined(family, op, datatype) ? 0 :
-               -FI_EOPNOTSUPP;
+        return -FI_EOPNOTSUPP;
     }
 
-    /* Direct is a local CPU atomic; target-side is executed by the target's
-     * CPU; native and CAS go through UCP, which needs the target's CPU when
-     * its atomics on this memory are software atomics. */
-    switch (info->strategy) {
-    case FIATOMIC_STRATEGY_DIRECT:
-        info->needs_target_progress = 0;
-        break;
-    case FIATOMIC_STRATEGY_TARGET:
-        info->needs_target_progress = 1;
-        break;
-    default:
-        info->needs_target_progress = rkey->sw_amo;
-        break;
-    }
+    /* the very decision a call with one element takes */
+    info->strategy = fiatomic_select_cached(ep, rkey, cell);
+    ops            = fiatomic_strategy_ops(info->strategy);
+    info->needs_target_progress = (ops != NULL) &&
+                                  ops->needs_target_progress(rkey);
     return 0;
 }

@@ -87,6 +87,7 @@ static ucs_status_t fiatomic_target_check(fiatomic_h fia,
 {
     size_t size, data_len, expected;
     const fiatomic_region_t *region;
+    const fiatomic_cell_t *cell;
     uint64_t base, offset;
 
     if ((req->magic != FIATOMIC_WIRE_REQ_MAGIC) ||
@@ -94,7 +95,8 @@ static ucs_status_t fiatomic_target_check(fiatomic_h fia,
         return UCS_ERR_INVALID_PARAM;
     }
 
-    if (!fiatomic_target_has(req->family, req->op, req->datatype)) {
+    cell = fiatomic_cell_get(req->family, req->op, req->datatype);
+    if ((cell == NULL) || !fiatomic_target_ops.supports(cell)) {
         return UCS_ERR_UNSUPPORTED;
     }
 
@@ -139,7 +141,7 @@ size_t fiatomic_target_execute(fiatomic_h fia, const void *msg,
 {
     uint8_t *values = (uint8_t*)reply + sizeof(fiatomic_wire_reply_t);
     const uint8_t *operands, *compares;
-    fiatomic_combine_fn_t combine;
+    const fiatomic_cell_t *cell;
     fiatomic_wire_req_t req;
     ucs_status_t status;
     uint8_t old[FIATOMIC_MAX_ELEM_SIZE];
@@ -158,13 +160,12 @@ size_t fiatomic_target_execute(fiatomic_h fia, const void *msg,
     }
 
     size     = fiatomic_datatype_size(req.datatype);
-    combine  = fiatomic_combine_lookup(req.op, req.datatype);
+    cell     = fiatomic_cell_get(req.family, req.op, req.datatype);
     fetch    = (req.family != FIATOMIC_FAMILY_BASE);
     operands = (const uint8_t*)msg + sizeof(req);
     compares = operands + ((req.op != FI_ATOMIC_READ) ? req.count * size : 0);
     for (i = 0; i < req.count; ++i) {
-        fiatomic_cpu_apply(fia, req.datatype, req.op, combine,
-                           ptr + i * size,
+        fiatomic_cpu_apply(fia, cell, ptr + i * size,
                            (req.op != FI_ATOMIC_READ) ? operands + i * size :
                                                         NULL,
                            (req.family == FIATOMIC_FAMILY_COMPARE) ?
@@ -343,11 +344,24 @@ static ucs_status_t fiatomic_target_set_handler(fiatomic_h fia, unsigned id,
     return ucp_worker_set_am_recv_handler(fia->worker, &param);
 }
 
+/* Whether the UCP context has UCP_FEATURE_AM: UCP gives no AM header room
+ * without it (asking UCP to set a handler then logs an error). */
+static bool fiatomic_target_am_available(fiatomic_h fia)
+{
+    ucp_worker_attr_t attr;
+
+    attr.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
+    return (ucp_worker_query(fia->worker, &attr) == UCS_OK) &&
+           (attr.max_am_header > 0);
+}
+
 ucs_status_t fiatomic_target_init(fiatomic_h fia)
 {
-    /* Without UCP_FEATURE_AM this fails: target-side execution is then
-     * simply not offered (keys say so), everything else works. */
-    if ((fiatomic_target_set_handler(fia, fia->am_id,
+    /* Without UCP_FEATURE_AM target-side execution is simply not offered
+     * (keys say so, the selector never chooses it), everything else
+     * works. */
+    if (!fiatomic_target_am_available(fia) ||
+        (fiatomic_target_set_handler(fia, fia->am_id,
                                      fiatomic_target_request_handler) !=
          UCS_OK) ||
         (fiatomic_target_set_handler(fia, fia->am_id + 1,

@@ -80,6 +80,28 @@ typedef unsigned __int128 fiatomic_u128_t;
     _X(FI_CSWAP_GT,     cswap_gt,  ORDERED, COMPARE) \
     _X(FI_MSWAP,        mswap,     BITWISE, COMPARE)
 
+/* Whether (op class, type class) is a cell: expands its argument or not. */
+#define FIATOMIC_IF_ORDERED_INT(...)     __VA_ARGS__
+#define FIATOMIC_IF_ORDERED_FLOAT(...)   __VA_ARGS__
+#define FIATOMIC_IF_ORDERED_COMPLEX(...)
+#define FIATOMIC_IF_ALL_INT(...)         __VA_ARGS__
+#define FIATOMIC_IF_ALL_FLOAT(...)       __VA_ARGS__
+#define FIATOMIC_IF_ALL_COMPLEX(...)     __VA_ARGS__
+#define FIATOMIC_IF_BITWISE_INT(...)     __VA_ARGS__
+#define FIATOMIC_IF_BITWISE_FLOAT(...)
+#define FIATOMIC_IF_BITWISE_COMPLEX(...)
+
+/* Whether an op (by its families) belongs to a family: expands or not. */
+#define FIATOMIC_IF_FAM_BF_BASE(...)          __VA_ARGS__
+#define FIATOMIC_IF_FAM_BF_FETCH(...)         __VA_ARGS__
+#define FIATOMIC_IF_FAM_BF_COMPARE(...)
+#define FIATOMIC_IF_FAM_FETCH_BASE(...)
+#define FIATOMIC_IF_FAM_FETCH_FETCH(...)      __VA_ARGS__
+#define FIATOMIC_IF_FAM_FETCH_COMPARE(...)
+#define FIATOMIC_IF_FAM_COMPARE_BASE(...)
+#define FIATOMIC_IF_FAM_COMPARE_FETCH(...)
+#define FIATOMIC_IF_FAM_COMPARE_COMPARE(...)  __VA_ARGS__
+
 #define FIATOMIC_COUNT_ONE(...) +1
 enum {
     FIATOMIC_OP_COUNT       = 0 FIATOMIC_FOREACH_OP(FIATOMIC_COUNT_ONE),

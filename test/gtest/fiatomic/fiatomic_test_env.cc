@@ -207,10 +207,10 @@ expectation strategy_can(const config &cfg, const std::string &strategy,
             return FORBIDDEN;
         }
         /* UCX 1.13.1 computes fetching AND/OR/XOR wrongly where its atomics
-         * are CPU atomics (self, posix, sysv): the library may leave them
-         * out there */
-        if ((c.family == FIATOMIC_FAMILY_FETCH) &&
-            ((c.op == FI_BOR) || (c.op == FI_BAND) || (c.op == FI_BXOR)) &&
+         * are CPU atomics (self, posix, sysv), and a base-family call with
+         * FI_DELIVERY_COMPLETE takes the fetching form: the library may
+         * leave them out there */
+        if (((c.op == FI_BOR) || (c.op == FI_BAND) || (c.op == FI_BXOR)) &&
             (cfg.tl != "tcp")) {
             return OPTIONAL;
         }
