@@ -84,8 +84,9 @@ typedef enum fiatomic_family {
 /* Context                                                                   */
 
 enum fiatomic_params_field {
-    FIATOMIC_PARAM_FIELD_MAX_COUNT = UCS_BIT(0), /**< max_count field */
-    FIATOMIC_PARAM_FIELD_AM_ID     = UCS_BIT(1)  /**< am_id field */
+    FIATOMIC_PARAM_FIELD_MAX_COUNT    = UCS_BIT(0), /**< max_count field */
+    FIATOMIC_PARAM_FIELD_AM_ID        = UCS_BIT(1), /**< am_id field */
+    FIATOMIC_PARAM_FIELD_MAX_INFLIGHT = UCS_BIT(2)  /**< max_inflight field */
 };
 
 typedef struct fiatomic_params {
@@ -95,10 +96,20 @@ typedef struct fiatomic_params {
     unsigned am_id;       /**< active message ids am_id and am_id + 1 are
                                fiatomic's (target-side execution); default
                                FIATOMIC_AM_ID_DEFAULT. Same on all peers. */
+    size_t   max_inflight; /**< operations (calls) in flight per endpoint,
+                               1..FIATOMIC_MAX_INFLIGHT_LIMIT (else
+                               UCS_ERR_INVALID_PARAM); default
+                               FIATOMIC_MAX_INFLIGHT_DEFAULT. A call beyond
+                               it returns UCS_ERR_NO_RESOURCE (-FI_EAGAIN
+                               through fiatomic_status_to_fi_errno) and
+                               sends nothing; it succeeds again once
+                               ucp_worker_progress() has completed some. */
 } fiatomic_params_t;
 
-#define FIATOMIC_MAX_COUNT_DEFAULT 4096
-#define FIATOMIC_MAX_COUNT_LIMIT   (1u << 20)
+#define FIATOMIC_MAX_COUNT_DEFAULT    4096
+#define FIATOMIC_MAX_COUNT_LIMIT      (1u << 20)
+#define FIATOMIC_MAX_INFLIGHT_DEFAULT 1024
+#define FIATOMIC_MAX_INFLIGHT_LIMIT   (1u << 20)
 #define FIATOMIC_AM_ID_DEFAULT     1008
 
 /**

@@ -147,7 +147,8 @@ FIATOMIC_API ucs_status_t fiatomic_create(ucp_context_h context,
 {
     fiatomic_h fia;
     ucs_status_t status;
-    size_t max_count = FIATOMIC_MAX_COUNT_DEFAULT;
+    size_t max_count    = FIATOMIC_MAX_COUNT_DEFAULT;
+    size_t max_inflight = FIATOMIC_MAX_INFLIGHT_DEFAULT;
     unsigned am_id   = FIATOMIC_AM_ID_DEFAULT;
 
     if ((context == NULL) || (worker == NULL) || (fia_p == NULL)) {
@@ -161,6 +162,15 @@ FIATOMIC_API ucs_status_t fiatomic_create(ucp_context_h context,
             return UCS_ERR_INVALID_PARAM;
         }
         max_count = params->max_count;
+    }
+
+    if ((params != NULL) &&
+        (params->field_mask & FIATOMIC_PARAM_FIELD_MAX_INFLIGHT)) {
+        if ((params->max_inflight == 0) ||
+            (params->max_inflight > FIATOMIC_MAX_INFLIGHT_LIMIT)) {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        max_inflight = params->max_inflight;
     }
 
     if ((params != NULL) && (params->field_mask & FIATOMIC_PARAM_FIELD_AM_ID)) {
@@ -184,6 +194,7 @@ FIATOMIC_API ucs_status_t fiatomic_create(ucp_context_h context,
     fia->ucp_context = context;
     fia->worker      = worker;
     fia->max_count   = max_count;
+    fia->max_inflight = max_inflight;
     fia->nonce       = fiatomic_make_nonce(fia);
     fia->rand_state  = fiatomic_seed(fia);
     fia->am_id       = am_id;

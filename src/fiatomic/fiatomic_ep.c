@@ -360,6 +360,7 @@ static void fiatomic_req_complete(fiatomic_req_t *req)
     fiatomic_ep_h ep = req->ep;
 
     req->flags |= FIATOMIC_REQ_F_COMPLETED;
+    fiatomic_req_uncount(req);
     if ((req->flags & FIATOMIC_REQ_F_SILENT) && (req->status != UCS_OK) &&
         (ep->silent_error == UCS_OK)) {
         ep->silent_error = req->status; /* nothing lost: flush reports it */

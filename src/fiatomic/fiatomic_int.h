@@ -136,6 +136,7 @@ struct fiatomic_context {
     ucp_context_h       ucp_context;
     ucp_worker_h        worker;
     size_t              max_count;
+    size_t              max_inflight; /* operations in flight per ep */
     fiatomic_strategy_t forced;     /* NONE = auto */
     /* What endpoints of this context can be (its UCP transports): for
      * fi_query_atomic, which cannot know the endpoint */
@@ -230,6 +231,8 @@ struct fiatomic_ep {
     unsigned          num_slots;
     ucs_status_t      flush_status;    /* of the last ucp flush */
     unsigned          inflight;        /* elements with UCP ops in flight */
+    size_t            ops_inflight;    /* operation requests posted and not
+                                          completed (back-pressure) */
     unsigned          outstanding;     /* started, not completed requests */
     ucs_list_link_t   outstanding_list;
     ucs_list_link_t   deferred;        /* behind a fence or a flush */
@@ -268,7 +271,8 @@ enum {
     FIATOMIC_REQ_F_SILENT    = UCS_BIT(5), /* inject / no FI_COMPLETION */
     FIATOMIC_REQ_F_STARTED   = UCS_BIT(6),
     FIATOMIC_REQ_F_POSTING   = UCS_BIT(7), /* the post call has not returned */
-    FIATOMIC_REQ_F_LISTED    = UCS_BIT(8)  /* in ep->outstanding_list */
+    FIATOMIC_REQ_F_LISTED    = UCS_BIT(8), /* in ep->outstanding_list */
+    FIATOMIC_REQ_F_COUNTED   = UCS_BIT(9)  /* in ep->ops_inflight */
 };
 
 typedef struct fiatomic_req fiatomic_req_t;
@@ -314,6 +318,9 @@ struct fiatomic_req {
 fiatomic_req_t *fiatomic_req_get(fiatomic_ep_h ep, size_t count,
                                  size_t copy_bytes);
 void fiatomic_req_put(fiatomic_req_t *req);
+/** The request no longer counts against its endpoint's operations in
+ *  flight (completed, or never started). */
+void fiatomic_req_uncount(fiatomic_req_t *req);
 /** An element finished (status UCS_OK or an error). */
 void fiatomic_elem_done(fiatomic_elem_t *elem, ucs_status_t status);
 void fiatomic_req_cache_purge(fiatomic_h fia);

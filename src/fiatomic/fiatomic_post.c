@@ -279,23 +279,30 @@ static ucs_status_t fiatomic_call_layout(fiatomic_ep_h ep,
     return UCS_OK;
 }
 
-/* A request for `count` elements of the call, everything but the elements. */
-static fiatomic_req_t *fiatomic_call_req(fiatomic_ep_h ep,
-                                         const fiatomic_call_t *call,
-                                         size_t count)
+/* A request for `count` elements of the call, everything but the elements;
+ * UCS_ERR_NO_RESOURCE when the endpoint has its limit of operations in
+ * flight (nothing is sent then). */
+static ucs_status_t fiatomic_call_req(fiatomic_ep_h ep,
+                                      const fiatomic_call_t *call,
+                                      size_t count, fiatomic_req_t **req_p)
 {
     const fiatomic_request_param_t *param = call->param;
     size_t size = call->cell->size;
     fiatomic_req_t *req;
 
+    if (ucs_unlikely(ep->ops_inflight >= ep->fia->max_inflight)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
     req = fiatomic_req_get(ep, count,
                            (call->flags & FI_INJECT) ? count * size * 2 : 0);
     if (req == NULL) {
-        return NULL;
+        return UCS_ERR_NO_MEMORY;
     }
 
     req->cell      = call->cell;
-    req->flags     = FIATOMIC_REQ_F_POSTING;
+    req->flags     = FIATOMIC_REQ_F_POSTING | FIATOMIC_REQ_F_COUNTED;
+    ++ep->ops_inflight;
     if (call->flags & FI_FENCE) {
         req->flags |= FIATOMIC_REQ_F_FENCE;
     }
@@ -319,7 +326,8 @@ static fiatomic_req_t *fiatomic_call_req(fiatomic_ep_h ep,
             req->user_data = param->user_data;
         }
     }
-    return req;
+    *req_p = req;
+    return UCS_OK;
 }
 
 /* Hand a laid-out request to the endpoint; what the call returns. */
@@ -357,9 +365,9 @@ static ucs_status_ptr_t fiatomic_post_checked(fiatomic_ep_h ep,
     fiatomic_req_t *req;
     ucs_status_t status;
 
-    req = fiatomic_call_req(ep, call, count);
-    if (req == NULL) {
-        return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
+    status = fiatomic_call_req(ep, call, count, &req);
+    if (status != UCS_OK) {
+        return UCS_STATUS_PTR(status);
     }
 
     status = fiatomic_call_layout(ep, call, req);
@@ -429,9 +437,9 @@ fiatomic_post_plain(fiatomic_ep_h ep, fiatomic_call_t *call)
         return NULL; /* done, in place: no request, no callback */
     }
 
-    req = fiatomic_call_req(ep, call, 1);
-    if (req == NULL) {
-        return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
+    status = fiatomic_call_req(ep, call, 1, &req);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return UCS_STATUS_PTR(status);
     }
 
     copy = req->copy;

@@ -78,9 +78,20 @@ static void fiatomic_req_release(fiatomic_req_t *req)
     free(req);
 }
 
+void fiatomic_req_uncount(fiatomic_req_t *req)
+{
+    if (req->flags & FIATOMIC_REQ_F_COUNTED) {
+        req->flags &= ~FIATOMIC_REQ_F_COUNTED;
+        fiatomic_assert(req->ep->ops_inflight > 0);
+        --req->ep->ops_inflight;
+    }
+}
+
 void fiatomic_req_put(fiatomic_req_t *req)
 {
     fiatomic_h fia = req->fia;
+
+    fiatomic_req_uncount(req); /* never started (refused at layout) */
 
     if (fia->num_free_reqs >= FIATOMIC_REQ_CACHE_MAX) {
         fiatomic_req_release(req);

@@ -12,6 +12,7 @@ int perf_node_init(perf_node_t *node)
 {
     ucp_params_t params;
     ucp_worker_params_t wparams;
+    fiatomic_params_t fparams;
     ucs_status_t status;
 
     params.field_mask = UCP_PARAM_FIELD_FEATURES;
@@ -35,7 +36,11 @@ int perf_node_init(perf_node_t *node)
         goto err_cleanup;
     }
 
-    status = fiatomic_create(node->context, node->worker, NULL, &node->fia);
+    /* the window (-W) is the benchmark's own bound on calls in flight */
+    fparams.field_mask   = FIATOMIC_PARAM_FIELD_MAX_INFLIGHT;
+    fparams.max_inflight = FIATOMIC_MAX_INFLIGHT_LIMIT;
+    status = fiatomic_create(node->context, node->worker, &fparams,
+                             &node->fia);
     if (status != UCS_OK) {
         fprintf(stderr, PERF_NAME ": fiatomic_create: %s\n",
                 ucs_status_string(status));
