@@ -103,6 +103,7 @@ typedef struct uct_atomicx_iface {
     uint32_t                free_head;     /* Free list of ops, by index */
     unsigned                num_free;
     ucs_list_link_t         ep_list;       /* All endpoints */
+    unsigned                num_pending;   /* Requests in pending queues */
     struct {
         unsigned            tx_queue_len;
         unsigned            max_ops;

@@ -301,6 +301,7 @@ static void uct_atomicx_iface_handle_wc(uct_atomicx_iface_t *iface,
 
 void uct_atomicx_ep_dispatch_pending(uct_atomicx_ep_t *ep)
 {
+    uct_atomicx_iface_t *iface = uct_atomicx_ep_iface(ep);
     uct_pending_req_t *req;
     ucs_status_t status;
 
@@ -308,6 +309,7 @@ void uct_atomicx_ep_dispatch_pending(uct_atomicx_ep_t *ep)
            uct_atomicx_ep_has_resources(ep, 1)) {
         req = ucs_container_of(ucs_queue_pull_non_empty(&ep->pending_q),
                                uct_pending_req_t, priv);
+        --iface->num_pending;
         ep->dispatching = 1;
         status          = req->func(req);
         ep->dispatching = 0;
@@ -317,6 +319,7 @@ void uct_atomicx_ep_dispatch_pending(uct_atomicx_ep_t *ep)
 
         ucs_queue_push_head(&ep->pending_q,
                             &((uct_atomicx_pending_priv_t*)req->priv)->queue);
+        ++iface->num_pending;
         if (status != UCS_INPROGRESS) {
             break;
         }
@@ -346,21 +349,26 @@ unsigned uct_atomicx_iface_progress(uct_iface_h tl_iface)
     int i, n;
 
     n = ibv_poll_cq(iface->cq, ucs_static_array_size(wc), wc);
-    if (n <= 0) {
-        if (n < 0) {
-            ucs_error("ibv_poll_cq() failed: %d", n);
-        }
-        return 0;
+    if (ucs_unlikely(n < 0)) {
+        ucs_error("ibv_poll_cq() failed: %d", n);
+        n = 0;
     }
 
     for (i = 0; i < n; ++i) {
         uct_atomicx_iface_handle_wc(iface, &wc[i]);
     }
 
-    uct_atomicx_iface_report_errors(iface);
+    if (n > 0) {
+        uct_atomicx_iface_report_errors(iface);
+    }
 
-    ucs_list_for_each(ep, &iface->ep_list, list) {
-        uct_atomicx_ep_dispatch_pending(ep);
+    /* Also without new completions: a request queued while the endpoint
+     * had resources, or put back by a callback that could not go on, must
+     * not wait for a completion that may never come */
+    if ((n > 0) || (iface->num_pending > 0)) {
+        ucs_list_for_each(ep, &iface->ep_list, list) {
+            uct_atomicx_ep_dispatch_pending(ep);
+        }
     }
 
     return n;
@@ -478,6 +486,7 @@ ucs_status_t uct_atomicx_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
 
     ucs_queue_push(&ep->pending_q,
                    &((uct_atomicx_pending_priv_t*)req->priv)->queue);
+    ++uct_atomicx_ep_iface(ep)->num_pending;
     return UCS_OK;
 }
 
@@ -491,6 +500,7 @@ void uct_atomicx_ep_pending_purge(uct_ep_h tl_ep,
     while (!ucs_queue_is_empty(&ep->pending_q)) {
         req = ucs_container_of(ucs_queue_pull_non_empty(&ep->pending_q),
                                uct_pending_req_t, priv);
+        --uct_atomicx_ep_iface(ep)->num_pending;
         if (cb != NULL) {
             cb(req, arg);
         }
@@ -519,13 +529,21 @@ ucs_status_t uct_atomicx_ep_flush(uct_ep_h tl_ep, unsigned flags,
     uct_atomicx_flush_req_t *req;
 
     if (flags & UCT_FLUSH_FLAG_CANCEL) {
-        /* The endpoint is going away: no error callback for it */
+        /* The endpoint is going away: no error callback for it, the ops in
+         * flight complete with UCS_ERR_CANCELED, and it takes no new op */
         ep->err_reported = 1;
-        if (ep->outstanding > 0) {
-            uct_atomicx_ep_qp_to_error(ep);
-            uct_atomicx_ep_set_error(ep, UCS_ERR_ENDPOINT_TIMEOUT);
+        if (ep->status == UCS_OK) {
+            ep->status = UCS_ERR_CANCELED;
+            if (ep->outstanding > 0) {
+                uct_atomicx_ep_qp_to_error(ep);
+            }
         }
-    } else if (!ucs_queue_is_empty(&ep->pending_q)) {
+    } else if ((ep->status == UCS_OK) && !ep->dispatching &&
+               !ucs_queue_is_empty(&ep->pending_q)) {
+        /* Requests queued before this flush are not posted yet: the caller
+         * queues the flush behind them (uct_ep_pending_add). A flush called
+         * from the dispatch of the queue itself is not held back by the
+         * requests queued after it. */
         return UCS_ERR_NO_RESOURCE;
     }
 
@@ -560,6 +578,11 @@ ucs_status_t uct_atomicx_ep_fence(uct_ep_h tl_ep, unsigned flags)
 }
 
 
+/* Like UCX's RC transports: the interface is flushed when every endpoint
+ * is; an endpoint that has ops in flight or requests pending makes the
+ * interface flush UCS_INPROGRESS (UCP's worker flush calls it again), and an
+ * endpoint that failed, with nothing in flight, does not hold it back (its
+ * error goes to the error handler). Returns only UCS_OK or UCS_INPROGRESS. */
 ucs_status_t uct_atomicx_iface_flush(uct_iface_h tl_iface, unsigned flags,
                                      uct_completion_t *comp)
 {
@@ -571,10 +594,8 @@ ucs_status_t uct_atomicx_iface_flush(uct_iface_h tl_iface, unsigned flags,
     }
 
     ucs_list_for_each(ep, &iface->ep_list, list) {
-        if (!ucs_queue_is_empty(&ep->pending_q)) {
-            return UCS_ERR_NO_RESOURCE;
-        }
-        if (ep->outstanding > 0) {
+        if ((ep->outstanding > 0) ||
+            ((ep->status == UCS_OK) && !ucs_queue_is_empty(&ep->pending_q))) {
             return UCS_INPROGRESS;
         }
     }
@@ -698,7 +719,9 @@ UCS_CLASS_CLEANUP_FUNC(uct_atomicx_ep_t)
     }
 
     if (!ucs_queue_is_empty(&self->pending_q)) {
+        /* The caller must purge them first (uct_ep_pending_purge) */
         ucs_warn("atomicx ep %p destroyed with pending requests", self);
+        uct_atomicx_ep_pending_purge(&self->super.super, NULL, NULL);
     }
 
     uct_atomicx_ep_flush_done(self);

@@ -107,9 +107,16 @@ static ucs_status_t uct_atomicx_iface_query(uct_iface_h tl_iface,
     attr->device_addr_len        = sizeof(uct_atomicx_dev_addr_t);
     attr->ep_addr_len            = sizeof(uct_atomicx_ep_addr_t);
     attr->max_conn_priv          = 0;
+    /* Peer failure: a QP whose transport retries run out completes every
+     * op in flight with UCS_ERR_ENDPOINT_TIMEOUT and reports the endpoint
+     * to the error handler once. UCP selects a lane for an endpoint that
+     * asks for UCP_ERR_HANDLING_MODE_PEER only with this flag; without it
+     * such an endpoint would fall back to software atomics, which a peer
+     * worker that selected device atomics never answers. */
     attr->cap.flags              = UCT_IFACE_FLAG_ATOMIC_DEVICE |
                                    UCT_IFACE_FLAG_PENDING |
-                                   UCT_IFACE_FLAG_CONNECT_TO_EP;
+                                   UCT_IFACE_FLAG_CONNECT_TO_EP |
+                                   UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE;
     attr->cap.atomic32.op_flags  = op_flags;
     attr->cap.atomic32.fop_flags = fop_flags;
     attr->cap.atomic64.op_flags  = op_flags;
@@ -351,8 +358,9 @@ static UCS_CLASS_INIT_FUNC(uct_atomicx_iface_t, uct_md_h tl_md,
         goto err_free_results;
     }
 
-    self->num_free  = self->config.max_ops;
-    self->free_head = 0;
+    self->num_free    = self->config.max_ops;
+    self->free_head   = 0;
+    self->num_pending = 0;
     for (i = 0; i < self->config.max_ops; ++i) {
         self->ops[i].next_free = i + 1;
     }

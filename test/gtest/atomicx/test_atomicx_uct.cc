@@ -57,6 +57,8 @@ TEST(atomicx_uct, iface_caps)
     EXPECT_FALSE(attr.cap.flags & UCT_IFACE_FLAG_ATOMIC_CPU);
     EXPECT_TRUE(attr.cap.flags & UCT_IFACE_FLAG_PENDING);
     EXPECT_TRUE(attr.cap.flags & UCT_IFACE_FLAG_CONNECT_TO_EP);
+    /* UCP puts atomicx on error-handling endpoints only with this flag */
+    EXPECT_TRUE(attr.cap.flags & UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE);
     EXPECT_EQ(ops, attr.cap.atomic32.op_flags);
     EXPECT_EQ(ops, attr.cap.atomic64.op_flags);
     EXPECT_EQ(fops, attr.cap.atomic32.fop_flags);
