@@ -1,8 +1,26 @@
 /**
  * atomicx guest tests at the UCP level: with UCX_TLS=atomicx,tcp, UCP must
- * choose atomicx for its atomic lane (device atomics), and every
+ * choose atomicx for its atomic lane (device atomics), every
  * ucp_atomic_op_nbx op at both sizes must give the reference result while the
- * target process does not progress at all (it is blocked in read()).
+ * target process does not progress at all (it is blocked in read()), and
+ * ucp_ep_flush_nbx / ucp_worker_flush_nbx must complete without the target.
+ *
+ * Flushing while the target is idle: UCP's endpoint flush also flushes the
+ * tcp lane (active messages, wireup), and UCX 1.13.1's tcp transport makes
+ * that flush a round trip to the peer (a zero-length PUT and its ACK)
+ * whenever the endpoint sent anything since its last flush, and sending the
+ * ACK of the peer's own flush counts as sending. So after connecting, the
+ * initiator flushes last, while the target still progresses and after the
+ * target's last flush ("settle" below, the way docs/atomicx.md gives to
+ * applications); from then on atomics go through atomicx only and no flush
+ * of the initiator needs the target.
+ *
+ * Every endpoint, memory map and rkey a runtime uses must take the device
+ * path: an error-handling (peer failure) endpoint, memory mapped after the
+ * endpoint exists or allocated by UCP, a process's endpoint to itself. A
+ * software atomic towards a worker that selected device atomics is never
+ * answered by UCX 1.13.1 (amo_sw.c prints an ERROR line): each test counts
+ * the UCX ERROR and WARN lines of both processes and expects none.
  */
 
 #include "atomicx_test_uct.h"
@@ -10,6 +28,7 @@
 #include <gtest/gtest.h>
 
 #include <ucp/api/ucp.h>
+#include <ucs/debug/log_def.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +41,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,7 +49,9 @@ extern "C" uint64_t uct_atomicx_ops_started(void);
 extern "C" uint64_t uct_atomicx_ops_completed(void);
 
 using atomicx_test::read_all;
+using atomicx_test::read_blob;
 using atomicx_test::write_all;
+using atomicx_test::write_blob;
 
 namespace {
 
@@ -47,10 +69,17 @@ void watchdog(int sig)
     _exit(99);
 }
 
-void arm_watchdog(unsigned seconds)
+/* Seconds a test may take: $ATOMICX_TEST_TIMEOUT, default 240 (qemu TCG) */
+unsigned test_timeout()
+{
+    const char *env = getenv("ATOMICX_TEST_TIMEOUT");
+    return (env != nullptr) ? (unsigned)atoi(env) : 240;
+}
+
+void arm_watchdog()
 {
     signal(SIGALRM, watchdog);
-    alarm(seconds);
+    alarm(test_timeout());
 }
 
 std::string test_device()
@@ -59,33 +88,52 @@ std::string test_device()
     return (dev != nullptr) ? dev : "rxe0:1";
 }
 
-void write_blob(int fd, const void *buf, uint32_t len)
+/* UCX's ERROR and WARN lines in this process (they are printed as well) */
+unsigned ucx_bad_lines = 0;
+
+ucs_log_func_rc_t count_bad_lines(const char *file, unsigned line,
+                                  const char *function, ucs_log_level_t level,
+                                  const ucs_log_component_config_t *comp_conf,
+                                  const char *message, va_list ap)
 {
-    write_all(fd, &len, sizeof(len));
-    write_all(fd, buf, len);
+    if (level <= UCS_LOG_LEVEL_WARN) {
+        ++ucx_bad_lines;
+    }
+    return UCS_LOG_FUNC_RC_CONTINUE;
 }
 
-std::vector<char> read_blob(int fd)
+void count_ucx_log_lines()
 {
-    uint32_t len;
-    read_all(fd, &len, sizeof(len));
-    std::vector<char> blob(len);
-    read_all(fd, blob.data(), len);
-    return blob;
+    static bool pushed = false;
+    if (!pushed) {
+        ucs_log_push_handler(count_bad_lines);
+        pushed = true;
+    }
+    ucx_bad_lines = 0;
 }
 
-/* One UCP process: context, worker and an endpoint to the peer */
+/* How a test sets up its pair of processes */
+struct pair_options {
+    bool     err_peer = false;  /* UCP_ERR_HANDLING_MODE_PEER endpoints */
+    bool     allocate = false;  /* target memory allocated by ucp_mem_map */
+    /* TX_QUEUE_LEN of atomicx in both processes ("" = default) */
+    std::string tx_queue_len;
+};
+
+/* One UCP process: context, worker and an endpoint */
 struct ucp_side {
     ucp_context_h context = nullptr;
     ucp_worker_h  worker  = nullptr;
     ucp_ep_h      ep      = nullptr;
+    ucs_status_t  ep_error = UCS_OK;
 
-    ucs_status_t init()
+    ucs_status_t init(const pair_options &opts = pair_options())
     {
         ucp_config_t *config;
         ucp_params_t params;
         ucs_status_t status;
 
+        count_ucx_log_lines();
         status = ucp_config_read(NULL, NULL, &config);
         if (status != UCS_OK) {
             return status;
@@ -94,23 +142,57 @@ struct ucp_side {
         if (getenv("UCX_TLS") == nullptr) {
             ucp_config_modify(config, "TLS", "atomicx,tcp");
         }
+        if (opts.err_peer) {
+            /* Error-handling endpoints get keepalive on their tcp lane: an
+             * active message every interval, after which a flush is a round
+             * trip to the peer again (docs/atomicx.md). Peer failure is
+             * still detected by atomicx's RC retries and tcp's sockets. */
+            ucp_config_modify(config, "KEEPALIVE_INTERVAL", "inf");
+        }
+        /* The interfaces read their configuration when the worker opens
+         * them */
+        if (!opts.tx_queue_len.empty()) {
+            setenv("UCX_ATOMICX_TX_QUEUE_LEN", opts.tx_queue_len.c_str(), 1);
+        }
         params.field_mask = UCP_PARAM_FIELD_FEATURES;
         params.features   = UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64;
         status = ucp_init(&params, config, &context);
         ucp_config_release(config);
-        if (status != UCS_OK) {
-            return status;
+        if (status == UCS_OK) {
+            ucp_worker_params_t wparams;
+            wparams.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+            wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+            status = ucp_worker_create(context, &wparams, &worker);
         }
-
-        ucp_worker_params_t wparams;
-        wparams.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-        wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
-        return ucp_worker_create(context, &wparams, &worker);
+        if (!opts.tx_queue_len.empty()) {
+            unsetenv("UCX_ATOMICX_TX_QUEUE_LEN");
+        }
+        return status;
     }
 
-    /* Exchange worker addresses over fd and connect, progressing until the
-     * peer is connected too */
-    ucs_status_t connect(int fd)
+    static void ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
+    {
+        static_cast<ucp_side*>(arg)->ep_error = status;
+    }
+
+    ucs_status_t create_ep(const ucp_address_t *address, bool err_peer)
+    {
+        ucp_ep_params_t eparams;
+        eparams.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+        eparams.address    = address;
+        if (err_peer) {
+            eparams.field_mask    |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                                     UCP_EP_PARAM_FIELD_ERR_HANDLER;
+            eparams.err_mode       = UCP_ERR_HANDLING_MODE_PEER;
+            eparams.err_handler.cb  = ep_error_cb;
+            eparams.err_handler.arg = this;
+        }
+        return ucp_ep_create(worker, &eparams, &ep);
+    }
+
+    /* Exchange worker addresses over fd and connect; progressing until both
+     * sides have flushed their endpoint */
+    ucs_status_t connect(int fd, bool err_peer)
     {
         ucp_address_t *addr;
         size_t addr_len;
@@ -120,14 +202,11 @@ struct ucp_side {
         if (status != UCS_OK) {
             return status;
         }
-        write_blob(fd, addr, addr_len);
+        write_blob(fd, std::vector<char>((char*)addr, (char*)addr + addr_len));
         ucp_worker_release_address(worker, addr);
         std::vector<char> peer = read_blob(fd);
 
-        ucp_ep_params_t eparams;
-        eparams.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-        eparams.address    = (const ucp_address_t*)peer.data();
-        status = ucp_ep_create(worker, &eparams, &ep);
+        status = create_ep((const ucp_address_t*)peer.data(), err_peer);
         if (status != UCS_OK) {
             return status;
         }
@@ -138,8 +217,12 @@ struct ucp_side {
             return status;
         }
         phase = "connect: waiting for the peer";
+        return sync(fd);
+    }
 
-        /* Keep progressing until the peer's flush is done as well */
+    /* Both processes progress until both have reached this point */
+    ucs_status_t sync(int fd)
+    {
         write_all(fd, "R", 1);
         struct pollfd pfd = {fd, POLLIN, 0};
         while (poll(&pfd, 1, 0) == 0) {
@@ -147,7 +230,7 @@ struct ucp_side {
         }
         char c;
         read_all(fd, &c, 1);
-        return UCS_OK;
+        return (c == 'R') ? UCS_OK : UCS_ERR_IO_ERROR;
     }
 
     ucs_status_t wait(ucs_status_ptr_t req)
@@ -174,18 +257,11 @@ struct ucp_side {
         return wait(ucp_ep_flush_nbx(ep, &param));
     }
 
-    /*
-     * Wait until every atomicx op started in this process has completed,
-     * progressing only this worker. Used instead of ucp_ep_flush_nbx while
-     * the target is idle: UCP's flush also flushes the tcp lane, and with
-     * UCX 1.13.1 it was seen to wait forever there (about 1 run in 8) with
-     * atomicx idle (no op in flight, queues empty, QP in RTS).
-     */
-    void drain_atomicx()
+    ucs_status_t flush_worker()
     {
-        while (uct_atomicx_ops_completed() != uct_atomicx_ops_started()) {
-            ucp_worker_progress(worker);
-        }
+        ucp_request_param_t param;
+        param.op_attr_mask = 0;
+        return wait(ucp_worker_flush_nbx(worker, &param));
     }
 
     void close()
@@ -208,33 +284,80 @@ struct ucp_side {
     }
 };
 
+/* The line of UCP's lane table that describes the first atomic lane */
+std::string amo_lane(ucp_ep_h ep, std::string *all_lanes)
+{
+    char *info = nullptr;
+    size_t info_len = 0;
+    FILE *stream = open_memstream(&info, &info_len);
+    ucp_ep_print_info(ep, stream);
+    fclose(stream);
+    std::string lanes(info, info_len);
+    free(info);
+    *all_lanes = lanes;
+
+    size_t pos = 0;
+    while (pos < lanes.size()) {
+        size_t end = lanes.find('\n', pos);
+        std::string line = lanes.substr(pos, end - pos);
+        if (line.find("amo#0") != std::string::npos) {
+            return line;
+        }
+        pos = (end == std::string::npos) ? lanes.size() : end + 1;
+    }
+    return "";
+}
+
 const size_t target_size = 64;
 const uint64_t guard     = 0x5555aaaa5555aaaaull;
 
 /* The target: exposes memory, then blocks in read() without progressing
- * until the initiator is done, and sends its memory back */
-int target_main(int fd)
+ * until the initiator is done, and sends its memory and its count of UCX
+ * ERROR/WARN lines back */
+int target_main(int fd, const pair_options &opts)
 {
     ucp_side side;
-    std::vector<uint64_t> mem(target_size / 8, guard);
+    std::vector<uint64_t> user_mem(target_size / 8, guard);
 
-    arm_watchdog(120);
+    arm_watchdog();
     phase = "target: init";
-    if (side.init() != UCS_OK) {
+    if (side.init(opts) != UCS_OK) {
         return 10;
     }
-    if (side.connect(fd) != UCS_OK) {
+    if (side.connect(fd, opts.err_peer) != UCS_OK) {
         return 11;
     }
+    /* Progress while the initiator settles its endpoint */
+    phase = "target: settle";
+    if (side.sync(fd) != UCS_OK) {
+        return 16;
+    }
 
+    /* Mapped after the endpoint exists */
     ucp_mem_map_params_t mparams;
     ucp_mem_h memh;
     mparams.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
                          UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-    mparams.address    = mem.data();
+    mparams.address    = opts.allocate ? nullptr : user_mem.data();
     mparams.length     = target_size;
+    if (opts.allocate) {
+        mparams.field_mask |= UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+        mparams.flags       = UCP_MEM_MAP_ALLOCATE;
+    }
     if (ucp_mem_map(side.context, &mparams, &memh) != UCS_OK) {
         return 12;
+    }
+    uint64_t *mem = (uint64_t*)user_mem.data();
+    if (opts.allocate) {
+        ucp_mem_attr_t attr;
+        attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
+        if (ucp_mem_query(memh, &attr) != UCS_OK) {
+            return 14;
+        }
+        mem = (uint64_t*)attr.address;
+        for (size_t i = 0; i < target_size / 8; ++i) {
+            mem[i] = guard;
+        }
     }
 
     void *rkey_buf;
@@ -242,31 +365,128 @@ int target_main(int fd)
     if (ucp_rkey_pack(side.context, memh, &rkey_buf, &rkey_size) != UCS_OK) {
         return 13;
     }
-    write_blob(fd, rkey_buf, rkey_size);
+    write_blob(fd, std::vector<char>((char*)rkey_buf,
+                                     (char*)rkey_buf + rkey_size));
     ucp_rkey_buffer_release(rkey_buf);
-    uint64_t base = (uintptr_t)mem.data();
+    uint64_t base = (uintptr_t)mem;
     write_all(fd, &base, sizeof(base));
 
-    /* The initiator's atomic lane may still be wiring up (flush does not wait
-     * for it): progress until its warm-up atomic is done */
-    struct pollfd pfd = {fd, POLLIN, 0};
-    while (poll(&pfd, 1, 0) == 0) {
-        ucp_worker_progress(side.worker);
+    /* The initiator's warm-up: progress until it is done */
+    phase = "target: warm-up";
+    if (side.sync(fd) != UCS_OK) {
+        return 15;
     }
-    char c;
-    read_all(fd, &c, 1);
 
     /* No progress from here on */
     phase = "target: passive";
+    char c;
     read_all(fd, &c, 1);
-    write_all(fd, mem.data(), target_size);
+    write_all(fd, mem, target_size);
     read_all(fd, &c, 1);
 
     phase = "target: teardown";
     ucp_mem_unmap(side.context, memh);
     side.close();
+    write_all(fd, &ucx_bad_lines, sizeof(ucx_bad_lines));
     return 0;
 }
+
+/* The initiator's view of the pair */
+struct pair {
+    ucp_side         side;
+    ucp_rkey_h       rkey = nullptr;
+    uint64_t         base = 0;
+    int              fd   = -1;
+    pid_t            pid  = -1;
+    pair_options     opts;
+
+    /* Forks the target, connects, unpacks its rkey and runs a warm-up
+     * atomic while the target still progresses */
+    void start(const pair_options &o)
+    {
+        opts = o;
+        int sv[2];
+        ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+        pid = fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            ::close(sv[0]);
+            _exit(target_main(sv[1], opts));
+        }
+        ::close(sv[1]);
+        fd = sv[0];
+
+        arm_watchdog();
+        phase = "initiator: init";
+        ASSERT_EQ(UCS_OK, side.init(opts));
+        ASSERT_EQ(UCS_OK, side.connect(fd, opts.err_peer));
+        /* Settle: flush last, while the target progresses, so that the tcp
+         * lane owes the target nothing (wireup messages, the ACK of the
+         * target's flush) */
+        phase = "initiator: settle";
+        ASSERT_EQ(UCS_OK, side.flush());
+        ASSERT_EQ(UCS_OK, side.sync(fd));
+
+        std::vector<char> rkey_buf = read_blob(fd);
+        read_all(fd, &base, sizeof(base));
+        ASSERT_EQ(UCS_OK, ucp_ep_rkey_unpack(side.ep, rkey_buf.data(),
+                                             &rkey));
+
+        phase = "initiator: warm-up";
+        uint64_t reply = 0;
+        ASSERT_EQ(UCS_OK, fetch_add(base, 0, &reply));
+        ASSERT_EQ(guard, reply);
+        ASSERT_EQ(UCS_OK, side.sync(fd));
+        phase = "initiator: target idle";
+    }
+
+    ucs_status_t fetch_add(uint64_t addr, uint64_t value, uint64_t *reply)
+    {
+        ucp_request_param_t param;
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE |
+                             UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+        param.datatype     = ucp_dt_make_contig(8);
+        param.reply_buffer = reply;
+        return side.wait(ucp_atomic_op_nbx(side.ep, UCP_ATOMIC_OP_ADD,
+                                           &value, 1, addr, rkey, &param));
+    }
+
+    /* The target's memory, as the target sees it */
+    std::vector<uint64_t> target_memory()
+    {
+        write_all(fd, "D", 1);
+        std::vector<uint64_t> mem(target_size / 8);
+        read_all(fd, mem.data(), target_size);
+        return mem;
+    }
+
+    /* Tears both down; the target's count of UCX ERROR/WARN lines */
+    unsigned finish()
+    {
+        phase = "initiator: teardown";
+        ucp_rkey_destroy(rkey);
+        write_all(fd, "E", 1);
+        side.close();
+        unsigned target_bad = ~0u;
+        read_all(fd, &target_bad, sizeof(target_bad));
+        phase = "initiator: waitpid";
+        int wstatus;
+        EXPECT_EQ(pid, waitpid(pid, &wstatus, 0));
+        EXPECT_TRUE(WIFEXITED(wstatus) && (WEXITSTATUS(wstatus) == 0))
+                << "target status " << wstatus;
+        ::close(fd);
+        alarm(0);
+        return target_bad;
+    }
+
+    void expect_device_amo_lane()
+    {
+        std::string lanes;
+        EXPECT_NE(std::string::npos,
+                  amo_lane(side.ep, &lanes).find("atomicx/" + test_device()))
+                << "the atomic lane is not atomicx:\n" << lanes;
+    }
+};
 
 struct op_desc {
     ucp_atomic_op_t op;
@@ -301,98 +521,11 @@ T reference(ucp_atomic_op_t op, T old, T value, T compare)
     }
 }
 
-} // namespace
-
-
-class atomicx_ucp : public ::testing::Test {
-protected:
-    void SetUp() override
-    {
-        std::string dev = test_device();
-        std::string ibdev = dev.substr(0, dev.find(':'));
-        struct stat st;
-        if (stat(("/sys/class/infiniband/" + ibdev).c_str(), &st) != 0) {
-            std::string why = "no verbs device " + ibdev +
-                              " (the soft-RoCE guest provides rxe0)";
-            const char *guest = getenv("ATOMICX_GUEST");
-            if ((guest != nullptr) && !strcmp(guest, "1")) {
-                FAIL() << why;
-            }
-            GTEST_SKIP() << why;
-        }
-    }
-};
-
-
-/* Every UCP atomic op at 32 and 64 bits against the reference, with the
- * target blocked; UCP's lane table and atomicx's op counter show that the
- * atomic lane is atomicx */
-TEST_F(atomicx_ucp, all_ops_target_not_progressing)
+/* Every op at both sizes, each followed by a flush of the endpoint (post
+ * ops) or checked by its reply (fetch ops), then a worker flush; the target
+ * memory is checked against the model */
+void run_all_ops(pair &p)
 {
-    int sv[2];
-    ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-        ::close(sv[0]);
-        _exit(target_main(sv[1]));
-    }
-    ::close(sv[1]);
-    int fd = sv[0];
-
-    arm_watchdog(120);
-    phase = "initiator: init";
-    ucp_side side;
-    ASSERT_EQ(UCS_OK, side.init());
-    ASSERT_EQ(UCS_OK, side.connect(fd));
-
-    std::vector<char> rkey_buf = read_blob(fd);
-    uint64_t base;
-    read_all(fd, &base, sizeof(base));
-    ucp_rkey_h rkey;
-    ASSERT_EQ(UCS_OK, ucp_ep_rkey_unpack(side.ep, rkey_buf.data(), &rkey));
-
-    phase = "initiator: warm-up";
-    /* Warm-up while the target still progresses: completes the wireup of
-     * the atomic lane (an atomic read of a guard word) */
-    {
-        uint64_t zero = 0, reply = 0;
-        ucp_request_param_t param;
-        param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE |
-                             UCP_OP_ATTR_FIELD_REPLY_BUFFER;
-        param.datatype     = ucp_dt_make_contig(8);
-        param.reply_buffer = &reply;
-        ASSERT_EQ(UCS_OK, side.wait(ucp_atomic_op_nbx(side.ep,
-                                                      UCP_ATOMIC_OP_ADD,
-                                                      &zero, 1, base, rkey,
-                                                      &param)));
-        ASSERT_EQ(guard, reply);
-    }
-    write_all(fd, "W", 1);
-
-    /* UCX's own lane table: the atomic lane is atomicx on the device */
-    char *info = nullptr;
-    size_t info_len = 0;
-    FILE *stream = open_memstream(&info, &info_len);
-    ucp_ep_print_info(side.ep, stream);
-    fclose(stream);
-    std::string lanes(info, info_len);
-    free(info);
-    std::string amo_line;
-    size_t pos = 0;
-    while (pos < lanes.size()) {
-        size_t end = lanes.find('\n', pos);
-        std::string line = lanes.substr(pos, end - pos);
-        if (line.find("amo#0") != std::string::npos) {
-            amo_line = line;
-        }
-        pos = (end == std::string::npos) ? lanes.size() : end + 1;
-    }
-    EXPECT_NE(std::string::npos,
-              amo_line.find("atomicx/" + test_device()))
-            << "the atomic lane is not atomicx:\n" << lanes;
-
-    phase = "initiator: ops";
     uint64_t started_before = uct_atomicx_ops_started();
     unsigned issued = 0;
 
@@ -406,6 +539,7 @@ TEST_F(atomicx_ucp, all_ops_target_not_progressing)
         return seed;
     };
 
+    phase = "initiator: ops";
     for (unsigned round = 0; round < 4; ++round) {
         for (const op_desc &d : ucp_ops) {
             for (unsigned size : {4u, 8u}) {
@@ -414,10 +548,10 @@ TEST_F(atomicx_ucp, all_ops_target_not_progressing)
                     uint64_t value = next(), compare;
                     uint64_t addr, old;
                     if (size == 8) {
-                        addr    = base + 8;
+                        addr    = p.base + 8;
                         old     = model64;
                     } else {
-                        addr    = base + 16 + 4 * half;
+                        addr    = p.base + 16 + 4 * half;
                         old     = model32[half];
                         value  &= 0xffffffff;
                     }
@@ -441,8 +575,9 @@ TEST_F(atomicx_ucp, all_ops_target_not_progressing)
                         param.reply_buffer  = &reply;
                     }
                     ucs_status_ptr_t req = ucp_atomic_op_nbx(
-                            side.ep, d.op, &buffer, 1, addr, rkey, &param);
-                    ASSERT_EQ(UCS_OK, side.wait(req)) << d.name << size * 8;
+                            p.side.ep, d.op, &buffer, 1, addr, p.rkey,
+                            &param);
+                    ASSERT_EQ(UCS_OK, p.side.wait(req)) << d.name << size * 8;
                     ++issued;
 
                     if (size == 8) {
@@ -461,23 +596,25 @@ TEST_F(atomicx_ucp, all_ops_target_not_progressing)
                         EXPECT_EQ(old, got) << d.name << size * 8
                                             << " round " << round;
                     } else {
-                        /* a post completes locally: wait for it on the
-                         * device before the next op reads the word */
-                        side.drain_atomicx();
+                        /* a post completes locally: the endpoint flush
+                         * tells when it is done at the target */
+                        phase = "initiator: ep flush after a post";
+                        ASSERT_EQ(UCS_OK, p.side.flush());
+                        phase = "initiator: ops";
                     }
                 }
             }
         }
     }
 
-    side.drain_atomicx();
+    phase = "initiator: worker flush";
+    ASSERT_EQ(UCS_OK, p.side.flush_worker());
+    EXPECT_EQ(uct_atomicx_ops_started(), uct_atomicx_ops_completed())
+            << "flushed with device ops in flight";
     uint64_t started = uct_atomicx_ops_started() - started_before;
     EXPECT_EQ(issued, started) << "each UCP atomic is one atomicx op";
 
-    /* The target's memory, as the target itself sees it */
-    write_all(fd, "D", 1);
-    std::vector<uint64_t> mem(target_size / 8);
-    read_all(fd, mem.data(), target_size);
+    std::vector<uint64_t> mem = p.target_memory();
     EXPECT_EQ(guard, mem[0]);
     EXPECT_EQ(model64, mem[1]);
     uint32_t halves[2];
@@ -487,16 +624,231 @@ TEST_F(atomicx_ucp, all_ops_target_not_progressing)
     for (size_t i = 3; i < mem.size(); ++i) {
         EXPECT_EQ(guard, mem[i]);
     }
+}
 
-    phase = "initiator: teardown";
+} // namespace
+
+
+class atomicx_ucp : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        std::string dev = test_device();
+        std::string ibdev = dev.substr(0, dev.find(':'));
+        struct stat st;
+        if (stat(("/sys/class/infiniband/" + ibdev).c_str(), &st) != 0) {
+            std::string why = "no verbs device " + ibdev +
+                              " (the soft-RoCE guest provides rxe0)";
+            const char *guest = getenv("ATOMICX_GUEST");
+            if ((guest != nullptr) && !strcmp(guest, "1")) {
+                FAIL() << why;
+            }
+            GTEST_SKIP() << why;
+        }
+    }
+
+    /* The whole test with the given setup: all ops, flushes, no bad line */
+    void all_ops(const pair_options &opts)
+    {
+        pair p;
+        p.start(opts);
+        if (HasFatalFailure()) {
+            return;
+        }
+        p.expect_device_amo_lane();
+        run_all_ops(p);
+        unsigned target_bad = p.finish();
+        EXPECT_EQ(0u, ucx_bad_lines) << "UCX ERROR/WARN lines (initiator)";
+        EXPECT_EQ(0u, target_bad) << "UCX ERROR/WARN lines (target)";
+        EXPECT_EQ(UCS_OK, p.side.ep_error);
+    }
+};
+
+
+/* Every UCP atomic op at 32 and 64 bits against the reference, with the
+ * target blocked, and ep / worker flushes that complete without it; the
+ * target's memory is mapped after the endpoints exist */
+TEST_F(atomicx_ucp, all_ops_target_not_progressing)
+{
+    all_ops(pair_options());
+}
+
+
+/* Error-handling endpoints (UCP_ERR_HANDLING_MODE_PEER, what MPI and
+ * OpenSHMEM runtimes ask for): the atomic lane is still atomicx */
+TEST_F(atomicx_ucp, err_mode_peer_uses_device_atomics)
+{
+    pair_options opts;
+    opts.err_peer = true;
+    all_ops(opts);
+}
+
+
+/* Target memory allocated by ucp_mem_map (UCP_MEM_MAP_ALLOCATE) */
+TEST_F(atomicx_ucp, memory_allocated_by_ucp)
+{
+    pair_options opts;
+    opts.allocate = true;
+    all_ops(opts);
+}
+
+
+/* A worker flush while atomics are in flight and more wait in UCP's pending
+ * queue on the atomicx lane (a 2-entry send queue): the flush succeeds
+ * (UCS_OK, no ERROR line) without the target, and only once every op has
+ * been executed */
+TEST_F(atomicx_ucp, worker_flush_with_ops_in_flight_and_pending)
+{
+    pair_options opts;
+    opts.tx_queue_len = "2";
+    pair p;
+    p.start(opts);
+    if (HasFatalFailure()) {
+        return;
+    }
+    p.expect_device_amo_lane();
+
+    const unsigned count = 200;
+    std::vector<ucs_status_ptr_t> reqs;
+    std::vector<uint64_t> values(count), replies(count, 0);
+    uint64_t started_before = uct_atomicx_ops_started();
+    uint64_t sum64 = 0;
+    uint32_t sum32 = 0;
+
+    phase = "initiator: posting";
+    for (unsigned i = 0; i < count; ++i) {
+        bool fetch = (i % 4) == 3;
+        unsigned size = (i % 2) ? 4 : 8;
+        values[i] = i + 1;
+        ucp_request_param_t param;
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
+        param.datatype     = ucp_dt_make_contig(size);
+        if (fetch) {
+            param.op_attr_mask |= UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+            param.reply_buffer  = &replies[i];
+        }
+        uint64_t addr = p.base + ((size == 8) ? 8 : 16);
+        ucs_status_ptr_t req = ucp_atomic_op_nbx(p.side.ep, UCP_ATOMIC_OP_ADD,
+                                                 &values[i], 1, addr, p.rkey,
+                                                 &param);
+        ASSERT_FALSE(UCS_PTR_IS_ERR(req))
+                << ucs_status_string(UCS_PTR_STATUS(req));
+        if (req != NULL) {
+            reqs.push_back(req);
+        }
+        if (size == 8) {
+            sum64 += values[i];
+        } else {
+            sum32 += (uint32_t)values[i];
+        }
+    }
+    EXPECT_GT(reqs.size(), 0u) << "nothing was left in flight or pending";
+
+    phase = "initiator: worker flush";
+    ucs_status_t status = p.side.flush_worker();
+    EXPECT_EQ(UCS_OK, status) << ucs_status_string(status);
+    EXPECT_EQ(uct_atomicx_ops_started(), uct_atomicx_ops_completed())
+            << "the worker flush completed with device ops in flight";
+    EXPECT_EQ(count, uct_atomicx_ops_started() - started_before);
+    for (ucs_status_ptr_t req : reqs) {
+        EXPECT_EQ(UCS_OK, ucp_request_check_status(req))
+                << "an op was not complete after the worker flush";
+        ucp_request_free(req);
+    }
+
+    phase = "initiator: ep flush";
+    EXPECT_EQ(UCS_OK, p.side.flush());
+
+    std::vector<uint64_t> mem = p.target_memory();
+    EXPECT_EQ(guard, mem[0]);
+    EXPECT_EQ(guard + sum64, mem[1]);
+    uint32_t halves[2];
+    memcpy(halves, &mem[2], 8);
+    EXPECT_EQ((uint32_t)guard + sum32, halves[0]);
+    EXPECT_EQ((uint32_t)(guard >> 32), halves[1]);
+
+    unsigned target_bad = p.finish();
+    EXPECT_EQ(0u, ucx_bad_lines) << "UCX ERROR/WARN lines (initiator)";
+    EXPECT_EQ(0u, target_bad) << "UCX ERROR/WARN lines (target)";
+}
+
+
+/* A process updating its own memory through its endpoint to itself (what
+ * MPI does for a window rank targeting itself): atomicx, no software path */
+TEST_F(atomicx_ucp, loopback_endpoint_to_own_worker)
+{
+    arm_watchdog();
+    phase = "loopback: init";
+    ucp_side side;
+    ASSERT_EQ(UCS_OK, side.init());
+
+    ucp_address_t *addr;
+    size_t addr_len;
+    ASSERT_EQ(UCS_OK, ucp_worker_get_address(side.worker, &addr, &addr_len));
+    ucs_status_t status = side.create_ep(addr, true);
+    ucp_worker_release_address(side.worker, addr);
+    ASSERT_EQ(UCS_OK, status);
+    phase = "loopback: flush";
+    ASSERT_EQ(UCS_OK, side.flush());
+
+    std::vector<uint64_t> mem(target_size / 8, guard);
+    ucp_mem_map_params_t mparams;
+    ucp_mem_h memh;
+    mparams.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
+                         UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    mparams.address    = mem.data();
+    mparams.length     = target_size;
+    ASSERT_EQ(UCS_OK, ucp_mem_map(side.context, &mparams, &memh));
+    void *rkey_buf;
+    size_t rkey_size;
+    ASSERT_EQ(UCS_OK, ucp_rkey_pack(side.context, memh, &rkey_buf,
+                                    &rkey_size));
+    ucp_rkey_h rkey;
+    ASSERT_EQ(UCS_OK, ucp_ep_rkey_unpack(side.ep, rkey_buf, &rkey));
+    ucp_rkey_buffer_release(rkey_buf);
+
+    std::string lanes;
+    EXPECT_NE(std::string::npos,
+              amo_lane(side.ep, &lanes).find("atomicx/" + test_device()))
+            << "the atomic lane is not atomicx:\n" << lanes;
+
+    phase = "loopback: ops";
+    uint64_t started_before = uct_atomicx_ops_started();
+    uint64_t expect64 = guard;
+    uint32_t expect32 = (uint32_t)guard;
+    for (unsigned i = 0; i < 32; ++i) {
+        unsigned size = (i % 2) ? 4 : 8;
+        uint64_t value = 3 * i + 1, reply = 0;
+        ucp_request_param_t param;
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE |
+                             UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+        param.datatype     = ucp_dt_make_contig(size);
+        param.reply_buffer = &reply;
+        uint64_t target = (uintptr_t)mem.data() + ((size == 8) ? 8 : 16);
+        ASSERT_EQ(UCS_OK, side.wait(ucp_atomic_op_nbx(side.ep,
+                                                      UCP_ATOMIC_OP_XOR,
+                                                      &value, 1, target, rkey,
+                                                      &param)));
+        if (size == 8) {
+            EXPECT_EQ(expect64, reply);
+            expect64 ^= value;
+        } else {
+            EXPECT_EQ(expect32, (uint32_t)reply);
+            expect32 ^= (uint32_t)value;
+        }
+    }
+    phase = "loopback: worker flush";
+    ASSERT_EQ(UCS_OK, side.flush_worker());
+    EXPECT_EQ(32u, uct_atomicx_ops_started() - started_before)
+            << "the ops did not go through atomicx";
+    EXPECT_EQ(expect64, mem[1]);
+    EXPECT_EQ(expect32, (uint32_t)mem[2]);
+    EXPECT_EQ(guard, mem[0]);
+
+    phase = "loopback: teardown";
     ucp_rkey_destroy(rkey);
-    write_all(fd, "E", 1);
+    ucp_mem_unmap(side.context, memh);
     side.close();
-    phase = "initiator: waitpid";
-    int wstatus;
-    ASSERT_EQ(pid, waitpid(pid, &wstatus, 0));
-    EXPECT_TRUE(WIFEXITED(wstatus) && (WEXITSTATUS(wstatus) == 0))
-            << "target status " << wstatus;
-    ::close(fd);
+    EXPECT_EQ(0u, ucx_bad_lines) << "UCX ERROR/WARN lines";
     alarm(0);
 }
