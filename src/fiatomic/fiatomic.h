@@ -181,8 +181,14 @@ ucs_status_t fiatomic_mem_unexpose(fiatomic_mem_h mem);
 /* Initiator side: endpoints and keys                                        */
 
 enum fiatomic_ep_params_field {
-    FIATOMIC_EP_PARAM_FIELD_FLAGS = UCS_BIT(0)
+    FIATOMIC_EP_PARAM_FIELD_FLAGS     = UCS_BIT(0), /**< flags */
+    FIATOMIC_EP_PARAM_FIELD_MSG_ORDER = UCS_BIT(1)  /**< msg_order */
 };
+
+/** The orderings an endpoint can be asked for (fi_endpoint(3) msg_order). */
+#define FIATOMIC_EP_MSG_ORDER_SUPPORTED \
+    (FI_ORDER_ATOMIC_RAR | FI_ORDER_ATOMIC_RAW | FI_ORDER_ATOMIC_WAR | \
+     FI_ORDER_ATOMIC_WAW)
 
 enum fiatomic_ep_flags {
     /** As FI_SELECTIVE_COMPLETION: the *msg calls report completion only
@@ -194,7 +200,41 @@ enum fiatomic_ep_flags {
 typedef struct fiatomic_ep_params {
     uint64_t field_mask; /**< FIATOMIC_EP_PARAM_FIELD_* */
     unsigned flags;      /**< FIATOMIC_EP_FLAG_* */
+    /**
+     * Same-address atomic ordering, libfabric's FI_ORDER_ATOMIC_RAR / RAW /
+     * WAR / WAW bits (others give UCS_ERR_UNSUPPORTED); default none. An
+     * atomic reads when it returns data (fetch and compare families) and
+     * writes when it may update the target (all ops but FI_ATOMIC_READ).
+     * With FI_ORDER_ATOMIC_RAW, for one, an operation that reads bytes an
+     * earlier operation on this endpoint writes (even partly: the extents
+     * at the target intersect) executes after it, whatever strategies the
+     * two take, and so for the other bits. Operations that do not overlap
+     * are not delayed, nor are two single-UCP-atomic (native) operations on
+     * an endpoint whose transport already executes them in posting order.
+     * Ordering holds between operations of one endpoint only: operations
+     * of other endpoints, contexts or processes on the same memory are
+     * unordered with respect to them (FI_FENCE or a flush orders
+     * everything). On an ordered endpoint every operation completes at the
+     * target (as with FI_DELIVERY_COMPLETE). A vector operation's extent is
+     * its whole span, from its lowest to its highest element.
+     */
+    uint64_t msg_order;
 } fiatomic_ep_params_t;
+
+enum fiatomic_ep_attr_field {
+    FIATOMIC_EP_ATTR_FIELD_MSG_ORDER           = UCS_BIT(0),
+    FIATOMIC_EP_ATTR_FIELD_MSG_ORDER_SUPPORTED = UCS_BIT(1)
+};
+
+typedef struct fiatomic_ep_attr {
+    uint64_t field_mask;          /**< FIATOMIC_EP_ATTR_FIELD_*: which fields
+                                       to fill */
+    uint64_t msg_order;           /**< the orderings the endpoint guarantees
+                                       (FI_ORDER_ATOMIC_*): those asked for
+                                       at creation; none otherwise */
+    uint64_t msg_order_supported; /**< the orderings an endpoint can be
+                                       asked for */
+} fiatomic_ep_attr_t;
 
 /**
  * Create an initiator endpoint over a connected ucp_ep_h. To get errors
@@ -204,6 +244,9 @@ typedef struct fiatomic_ep_params {
 ucs_status_t fiatomic_ep_create(fiatomic_h fia, ucp_ep_h ucp_ep,
                                 const fiatomic_ep_params_t *params,
                                 fiatomic_ep_h *ep_p);
+
+/** What an endpoint guarantees (fields selected by attr->field_mask). */
+ucs_status_t fiatomic_ep_query(fiatomic_ep_h ep, fiatomic_ep_attr_t *attr);
 
 /**
  * Destroy an endpoint. Operations not started yet (behind a fence) and

@@ -93,6 +93,7 @@ FIATOMIC_API ucs_status_t fiatomic_ep_create(fiatomic_h fia, ucp_ep_h ucp_ep,
                                              const fiatomic_ep_params_t *params,
                                              fiatomic_ep_h *ep_p)
 {
+    uint64_t msg_order = 0;
     fiatomic_ep_h ep;
     unsigned flags = 0;
 
@@ -107,6 +108,14 @@ FIATOMIC_API ucs_status_t fiatomic_ep_create(fiatomic_h fia, ucp_ep_h ucp_ep,
         flags = params->flags;
     }
 
+    if ((params != NULL) &&
+        (params->field_mask & FIATOMIC_EP_PARAM_FIELD_MSG_ORDER)) {
+        if (params->msg_order & ~FIATOMIC_EP_MSG_ORDER_SUPPORTED) {
+            return UCS_ERR_UNSUPPORTED; /* not an atomic ordering */
+        }
+        msg_order = params->msg_order;
+    }
+
     ep = calloc(1, sizeof(*ep));
     if (ep == NULL) {
         return UCS_ERR_NO_MEMORY;
@@ -115,6 +124,7 @@ FIATOMIC_API ucs_status_t fiatomic_ep_create(fiatomic_h fia, ucp_ep_h ucp_ep,
     ep->fia          = fia;
     ep->ucp_ep       = ucp_ep;
     ep->flags        = flags;
+    ep->msg_order    = msg_order;
     ep->silent_error = UCS_OK;
     ep->flush_status = UCS_OK;
     ucs_list_head_init(&ep->outstanding_list);
@@ -450,62 +460,129 @@ static bool fiatomic_ep_barrier_ready(fiatomic_ep_h ep)
     return true;
 }
 
-static void fiatomic_ep_progress_deferred(fiatomic_ep_h ep)
+static bool fiatomic_req_is_barrier(const fiatomic_req_t *req)
 {
-    fiatomic_req_t *req;
-    ucs_status_t status;
-
-    while (!ucs_list_is_empty(&ep->deferred)) {
-        req = ucs_list_head(&ep->deferred, fiatomic_req_t, list);
-        if ((req->kind == FIATOMIC_REQ_FLUSH) ||
-            (req->flags & FIATOMIC_REQ_F_FENCE)) {
-            if (!fiatomic_ep_barrier_ready(ep)) {
-                return;
-            }
-            status = ep->flush_status;
-            ep->flush_status = UCS_OK;
-            ucs_list_del(&req->list);
-            if (req->kind == FIATOMIC_REQ_FLUSH) {
-                if (status == UCS_OK) {
-                    status           = ep->silent_error;
-                    ep->silent_error = UCS_OK;
-                }
-                req->status = status;
-                fiatomic_req_complete(req);
-                continue;
-            }
-            if (status != UCS_OK) {
-                req->status = status; /* what it fences could not finish */
-                fiatomic_req_complete(req);
-                continue;
-            }
-        } else {
-            ucs_list_del(&req->list);
-        }
-        fiatomic_ep_start(ep, req);
-    }
+    return (req->kind == FIATOMIC_REQ_FLUSH) ||
+           (req->flags & FIATOMIC_REQ_F_FENCE);
 }
 
-void fiatomic_ep_submit(fiatomic_ep_h ep, fiatomic_req_t *req)
+/* Barriers pass in order, each once everything before it completed;
+ * operations before the first barrier start as soon as no earlier
+ * operation they are ordered after holds them back (ordered endpoints). */
+static void fiatomic_ep_progress_once(fiatomic_ep_h ep)
 {
-    bool barrier = (req->kind == FIATOMIC_REQ_FLUSH) ||
-                   (req->flags & FIATOMIC_REQ_F_FENCE);
+    fiatomic_req_t *req, *tmp;
+    ucs_status_t status;
 
-    if (ucs_list_is_empty(&ep->deferred) &&
-        (!barrier || ((ep->outstanding == 0) && !ep->unflushed &&
-                      !ep->flushing && (ep->inflight == 0)))) {
+again:
+    while (!ucs_list_is_empty(&ep->deferred)) {
+        req = ucs_list_head(&ep->deferred, fiatomic_req_t, list);
+        if (!fiatomic_req_is_barrier(req)) {
+            break;
+        }
+        if (!fiatomic_ep_barrier_ready(ep)) {
+            return;
+        }
+        status = ep->flush_status;
+        ep->flush_status = UCS_OK;
+        ucs_list_del(&req->list);
+        --ep->deferred_barriers;
         if (req->kind == FIATOMIC_REQ_FLUSH) {
-            req->status      = ep->silent_error;
-            ep->silent_error = UCS_OK;
+            if (status == UCS_OK) {
+                status           = ep->silent_error;
+                ep->silent_error = UCS_OK;
+            }
+            req->status = status;
+            fiatomic_req_complete(req);
+        } else if (status != UCS_OK) {
+            req->status = status; /* what it fences could not finish */
             fiatomic_req_complete(req);
         } else {
             fiatomic_ep_start(ep, req);
         }
+    }
+
+    ucs_list_for_each_safe(req, tmp, &ep->deferred, list) {
+        if (fiatomic_req_is_barrier(req)) {
+            if (req == ucs_list_head(&ep->deferred, fiatomic_req_t, list)) {
+                goto again; /* everything before it started */
+            }
+            return; /* later operations wait behind it */
+        } else if ((ep->msg_order != 0) && fiatomic_order_must_wait(ep, req)) {
+            continue;
+        }
+        ucs_list_del(&req->list);
+        fiatomic_ep_start(ep, req);
+        if (ep->progress_again) {
+            return; /* the list changed under us: the caller starts over */
+        }
+    }
+}
+
+static void fiatomic_ep_progress_deferred(fiatomic_ep_h ep)
+{
+    /* Starting a request may complete others and call back into the user,
+     * who may post: one pass at a time, repeated while anything changed. */
+    if (ep->progressing) {
+        ep->progress_again = true;
         return;
+    }
+
+    ep->progressing = true;
+    do {
+        ep->progress_again = false;
+        fiatomic_ep_progress_once(ep);
+    } while (ep->progress_again && !ep->destroyed);
+    ep->progressing = false;
+}
+
+void fiatomic_ep_submit(fiatomic_ep_h ep, fiatomic_req_t *req)
+{
+    if ((ep->msg_order != 0) && (req->kind == FIATOMIC_REQ_OP)) {
+        fiatomic_order_prepare(req);
+    }
+
+    if (fiatomic_req_is_barrier(req)) {
+        if (ucs_list_is_empty(&ep->deferred) && (ep->outstanding == 0) &&
+            !ep->unflushed && !ep->flushing && (ep->inflight == 0)) {
+            if (req->kind == FIATOMIC_REQ_FLUSH) {
+                req->status      = ep->silent_error;
+                ep->silent_error = UCS_OK;
+                fiatomic_req_complete(req);
+            } else {
+                fiatomic_ep_start(ep, req);
+            }
+            return;
+        }
+        ++ep->deferred_barriers;
+    } else {
+        if ((ep->deferred_barriers == 0) &&
+            ((ep->msg_order == 0) || !fiatomic_order_must_wait(ep, req))) {
+            fiatomic_ep_start(ep, req);
+            return;
+        }
     }
 
     ucs_list_add_tail(&ep->deferred, &req->list);
     fiatomic_ep_progress_deferred(ep);
+}
+
+FIATOMIC_API ucs_status_t fiatomic_ep_query(fiatomic_ep_h ep,
+                                            fiatomic_ep_attr_t *attr)
+{
+    if ((ep == NULL) || ep->destroyed || (attr == NULL)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (attr->field_mask & FIATOMIC_EP_ATTR_FIELD_MSG_ORDER) {
+        /* what was asked for; nothing is ordered without asking (the
+         * strategies of two calls may differ) */
+        attr->msg_order = ep->msg_order;
+    }
+    if (attr->field_mask & FIATOMIC_EP_ATTR_FIELD_MSG_ORDER_SUPPORTED) {
+        attr->msg_order_supported = FIATOMIC_EP_MSG_ORDER_SUPPORTED;
+    }
+    return UCS_OK;
 }
 
 FIATOMIC_API ucs_status_ptr_t
@@ -561,6 +638,7 @@ FIATOMIC_API void fiatomic_ep_destroy(fiatomic_ep_h ep)
     /* Replies still awaited will not be waited for. */
     fiatomic_target_ep_fail(ep, UCS_ERR_CANCELED);
     /* Nothing deferred will ever start now. */
+    ep->deferred_barriers = 0;
     while (!ucs_list_is_empty(&ep->deferred)) {
         req         = ucs_list_extract_head(&ep->deferred, fiatomic_req_t,
                                             list);

@@ -238,6 +238,10 @@ struct fiatomic_ep {
     ucs_list_link_t   deferred;        /* behind a fence or a flush */
     bool              flushing;        /* a ucp flush for a fence or a
                                           flush request is running */
+    uint64_t          msg_order;       /* FI_ORDER_ATOMIC_* asked for */
+    unsigned          deferred_barriers; /* fences and flushes deferred */
+    bool              progressing;     /* in fiatomic_ep_progress_deferred */
+    bool              progress_again;  /* ... and called again meanwhile */
     ucs_status_t      silent_error;    /* first error of an operation that
                                           reports no completion; the next
                                           flush returns it */
@@ -303,6 +307,11 @@ struct fiatomic_req {
     unsigned                 flags;     /* FIATOMIC_REQ_F_* */
     const fiatomic_cell_t    *cell;     /* NULL for a flush */
     size_t                   count;
+    /* same-address ordering (fiatomic_order.c), on ordered endpoints */
+    uint64_t                 order_lo;  /* extent at the target */
+    uint64_t                 order_hi;
+    bool                     order_native; /* every element native */
+    uint8_t                  order_kind;   /* reads / writes */
     size_t                   remaining; /* elements not yet done */
     size_t                   next;      /* next element to start */
     ucs_status_t             status;
@@ -333,6 +342,13 @@ void fiatomic_ep_req_done(fiatomic_ep_h ep, fiatomic_req_t *req);
 fiatomic_rkey_t *fiatomic_ep_key_lookup(fiatomic_ep_h ep, uint64_t key);
 void fiatomic_ep_inflight_add(fiatomic_ep_h ep);
 void fiatomic_ep_inflight_remove(fiatomic_ep_h ep);
+/* fiatomic_order.c */
+/** Record what ordering needs to know of a laid-out request. */
+void fiatomic_order_prepare(fiatomic_req_t *req);
+/** An earlier operation on the endpoint, started or waiting, that the
+ *  request overlaps in a way the endpoint orders has not completed. */
+bool fiatomic_order_must_wait(fiatomic_ep_h ep, const fiatomic_req_t *req);
+
 /** Forget every key's cached strategies (the endpoint's lanes changed). */
 void fiatomic_ep_keys_reset(fiatomic_ep_h ep);
 

@@ -306,7 +306,9 @@ static ucs_status_t fiatomic_call_req(fiatomic_ep_h ep,
     if (call->flags & FI_FENCE) {
         req->flags |= FIATOMIC_REQ_F_FENCE;
     }
-    if (call->flags & FI_DELIVERY_COMPLETE) {
+    /* an ordered endpoint starts a later operation when the earlier one
+     * completed at the target */
+    if ((call->flags & FI_DELIVERY_COMPLETE) || (ep->msg_order != 0)) {
         req->flags |= FIATOMIC_REQ_F_DELIVERY;
     }
     /* fi_inject_atomic, or a msg call without FI_COMPLETION on an endpoint
@@ -423,7 +425,8 @@ fiatomic_post_plain(fiatomic_ep_h ep, fiatomic_call_t *call)
     strategy = fiatomic_select_cached(ep, key, cell);
     if (ucs_unlikely(strategy == FIATOMIC_STRATEGY_NONE)) {
         return UCS_STATUS_PTR(UCS_ERR_UNSUPPORTED);
-    } else if (strategy == FIATOMIC_STRATEGY_DIRECT) {
+    } else if ((strategy == FIATOMIC_STRATEGY_DIRECT) &&
+               ((ep->msg_order == 0) || (ep->ops_inflight == 0))) {
         fiatomic_cpu_apply(ep->fia, cell,
                            key->local_base +
                            (call->rma_iov[0].addr - key->address),

@@ -29,6 +29,7 @@ enum {
     PERF_OPT_NO_VERIFY,
     PERF_OPT_VERIFY_COUNT,
     PERF_OPT_BASELINE,
+    PERF_OPT_ORDERED,
     PERF_OPT_CSV,
     PERF_OPT_PIN,
     PERF_OPT_GOALS,
@@ -59,6 +60,9 @@ static void usage(void)
 "  --strategy S        set FIATOMIC_STRATEGY=auto|native|cas|direct\n"
 "  --baseline ucp      also time raw ucp_atomic_op_nbx (cells UCP has)\n"
 "  --baseline libfabric  also time libfabric's shm or tcp;ofi_rxm\n"
+"  --ordered           also time the cell on an endpoint with same-address\n"
+"                      ordering (FI_ORDER_ATOMIC_RAR|RAW|WAR|WAW), side by\n"
+"                      side with the unordered one\n"
 "  --verify / --no-verify  check results against the reference model\n"
 "                      (default: on in matrix mode, off otherwise)\n"
 "  --verify-count N    elements per verification call (default 8)\n"
@@ -185,6 +189,7 @@ int main(int argc, char **argv)
         {"no-verify",    no_argument,       NULL, PERF_OPT_NO_VERIFY},
         {"verify-count", required_argument, NULL, PERF_OPT_VERIFY_COUNT},
         {"baseline",     required_argument, NULL, PERF_OPT_BASELINE},
+        {"ordered",      no_argument,       NULL, PERF_OPT_ORDERED},
         {"csv",          no_argument,       NULL, PERF_OPT_CSV},
         {"pin",          required_argument, NULL, PERF_OPT_PIN},
         {"goals",        no_argument,       NULL, PERF_OPT_GOALS},
@@ -254,6 +259,7 @@ int main(int argc, char **argv)
             break;
         case PERF_OPT_STRATEGY: o.strategy = optarg; break;
         case PERF_OPT_VERIFY: verify = 1; break;
+        case PERF_OPT_ORDERED: o.ordered = 1; break;
         case PERF_OPT_NO_VERIFY: verify = 0; break;
         case PERF_OPT_VERIFY_COUNT:
             o.verify_count = strtoul(optarg, NULL, 0);

@@ -139,6 +139,11 @@ typedef struct perf_session {
     uint64_t      ucp_base;
     const char    *transport;   /* UCX_TLS of the session, for reports */
     struct perf_ofi_client *ofi; /* libfabric baseline, opened on demand */
+    void          *key_buf;     /* the target's packed fiatomic key */
+    size_t        key_len;
+    fiatomic_ep_h ep_ordered;   /* --ordered: same ucp_ep, same-address
+                                   ordering; NULL until asked for */
+    uint64_t      key_ordered;  /* its key */
 } perf_session_t;
 
 /** Loopback: start a target process with this environment and connect.
@@ -148,6 +153,10 @@ int perf_session_loopback(perf_session_t *s, const char *self_exe,
 /** Connect to a running `fiatomic_perftest --server`. */
 int perf_session_connect(perf_session_t *s, const char *host, int port);
 void perf_session_close(perf_session_t *s);
+/** Open (once) a second fiatomic endpoint over the session's ucp_ep with
+ *  every same-address atomic ordering, and swap it with s->ep/s->key
+ *  (called again: swap back). */
+int perf_session_swap_ordered(perf_session_t *s);
 
 /** Target memory through the control channel (target CPU, not UCX). */
 int perf_session_write(perf_session_t *s, perf_region_t region,
@@ -267,6 +276,7 @@ typedef struct perf_opts {
     size_t        verify_count;
     int           baseline_ucp;
     int           baseline_ofi;
+    int           ordered;        /* also on an ordered endpoint */
     perf_fmt_t    fmt;
     int           cpu_client;     /* -1: not pinned */
     int           cpu_server;

@@ -65,7 +65,10 @@ static int perf_session_bootstrap(perf_session_t *s)
         goto err_node; /* a failed setup ends the process anyway */
     }
 
-    ret = 0;
+    s->key_buf = key; /* for an ordered endpoint later */
+    s->key_len = key_len;
+    key        = NULL;
+    ret        = 0;
     goto out;
 
 err_node:
@@ -256,6 +259,11 @@ void perf_session_close(perf_session_t *s)
     }
     fiatomic_rkey_release(s->ep, s->key);
     fiatomic_ep_destroy(s->ep);
+    if (s->ep_ordered != NULL) {
+        fiatomic_rkey_release(s->ep_ordered, s->key_ordered);
+        fiatomic_ep_destroy(s->ep_ordered);
+    }
+    free(s->key_buf);
     ucp_rkey_destroy(s->ucp_rkey);
 
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
@@ -277,4 +285,40 @@ void perf_session_close(perf_session_t *s)
          !WIFEXITED(status_code) || WEXITSTATUS(status_code))) {
         fprintf(stderr, PERF_NAME ": the target process failed\n");
     }
+}
+
+int perf_session_swap_ordered(perf_session_t *s)
+{
+    fiatomic_ep_params_t params;
+    ucs_status_t status;
+    fiatomic_ep_h ep;
+    uint64_t key;
+
+    if (s->ep_ordered == NULL) {
+        params.field_mask = FIATOMIC_EP_PARAM_FIELD_MSG_ORDER;
+        params.msg_order  = FIATOMIC_EP_MSG_ORDER_SUPPORTED;
+        status = fiatomic_ep_create(s->node.fia, s->ucp_ep, &params,
+                                    &s->ep_ordered);
+        if (status == UCS_OK) {
+            status = fiatomic_rkey_unpack(s->ep_ordered, s->key_buf,
+                                          s->key_len, &s->key_ordered);
+            if (status != UCS_OK) {
+                fiatomic_ep_destroy(s->ep_ordered);
+            }
+        }
+        if (status != UCS_OK) {
+            s->ep_ordered = NULL;
+            fprintf(stderr, PERF_NAME ": ordered endpoint: %s\n",
+                    ucs_status_string(status));
+            return -1;
+        }
+    }
+
+    ep            = s->ep;
+    key           = s->key;
+    s->ep         = s->ep_ordered;
+    s->key        = s->key_ordered;
+    s->ep_ordered = ep;
+    s->key_ordered = key;
+    return 0;
 }

@@ -24,7 +24,8 @@ int perf_single_run(const perf_opts_t *o)
 {
     perf_params_t p = o->params;
     perf_session_t s;
-    perf_row_t row;
+    perf_row_t row, row_ordered;
+    int has_ordered = 0;
     char name[64];
 
     if (perf_session_open(&s, o)) {
@@ -39,6 +40,13 @@ int perf_single_run(const perf_opts_t *o)
         return -1;
     }
     perf_row_run(&s, o, &p, &row);
+    if (o->ordered && row.has_fia && (perf_session_swap_ordered(&s) == 0)) {
+        perf_row_query(&s, &p.cell, &row_ordered);
+        perf_row_run(&s, o, &p, &row_ordered);
+        perf_session_swap_ordered(&s);
+        has_ordered = row_ordered.has_fia;
+        row.failed |= row_ordered.failed;
+    }
 
     if (o->fmt == PERF_FMT_CSV) {
         perf_report_csv_header();
@@ -57,11 +65,22 @@ int perf_single_run(const perf_opts_t *o)
         if (row.has_fia) {
             perf_report_single_header();
             perf_report_single("Final:", &row.fia);
+            if (has_ordered) {
+                perf_report_single("Final (ord):", &row_ordered.fia);
+            }
             if (row.has_ucp) {
                 perf_report_single("Final (ucp):", &row.ucp);
             }
             if (row.has_ofi) {
                 perf_report_single("Final (ofi):", &row.ofi);
+            }
+            if (has_ordered) {
+                printf("  ordered / unordered typical latency x%.3f, "
+                       "median x%.3f, overall x%.3f, message rate x%.3f\n",
+                       row_ordered.fia.lat_typical / row.fia.lat_typical,
+                       row_ordered.fia.lat_median / row.fia.lat_median,
+                       row_ordered.fia.lat_avg / row.fia.lat_avg,
+                       row_ordered.fia.rate / row.fia.rate);
             }
             perf_single_ratio("ucp", row.has_ucp, &row.ucp, &row.fia);
             perf_single_ratio("libfabric", row.has_ofi, &row.ofi, &row.fia);
