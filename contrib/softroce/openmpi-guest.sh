@@ -155,7 +155,8 @@ unexpected_lines() { # <run-name> <log>: prints the UCX ERROR/WARN lines not exp
         n=${nl%%:*} line=${nl#*:}
         matches "$name" "$line" "${expected_ucx_lines[@]}" && continue
         if matches "$name" "$line" "${expected_finalize_ucx_lines[@]}"; then
-            pid=$(sed -nE 's/^\[[^]]*\] \[[^]:]+:([0-9]+):.*/\1/p' <<<"$line")
+            # [time] [host:pid:thread], the pid padded with spaces
+            pid=$(sed -nE 's/^\[[^]]*\] \[[^]:]+:([0-9]+) *:.*/\1/p' <<<"$line")
             fin=$(grep -nE "^[a-z_]+: pid $pid: finalizing$" "$log" | head -n 1 | cut -d: -f1)
             [ -n "$pid" ] && [ -n "$fin" ] && [ "$fin" -lt "$n" ] && continue
         fi

@@ -18,10 +18,11 @@
  *              followed by MPI_Get_accumulate / MPI_Fetch_and_op to the same
  *              location with no flush in between must see its value;
  *   dynamic    MPI_Win_create_dynamic with memory attached before and after
- *              the first epoch: the same atomics in MPI_Win_lock_all epochs.
- *              (MPI_Win_lock on a dynamic window fails with MPI_ERR_RMA_SYNC
- *              in Open MPI 4.1.4's osc ucx on every transport; lock_all is
- *              the pattern that works.)
+ *              the first epoch: the same atomics in MPI_Win_lock_all epochs,
+ *              and the exclusive MPI_Win_lock epochs on the attached memory.
+ *              (Open MPI 4.1.4's osc ucx answers MPI_ERR_RMA_SYNC to an
+ *              MPI_Win_lock of a target the process has already locked, or
+ *              inside MPI_Win_lock_all: one lock per target at a time.)
  * Totals are read back by every rank with MPI_Get_accumulate(NO_OP) and by
  * rank 0 from its own memory. Prints one line per failed check and
  * "mpi_window_atomics: N checks, M failed" on rank 0; exits non-zero if any
@@ -348,21 +349,24 @@ static void ordering(const char *section, MPI_Win win, MPI_Aint base_right,
     }
 }
 
-static void locked_increments(const char *section, MPI_Win win, int iters)
+static void locked_increments(const char *section, MPI_Win win, MPI_Aint base0,
+                              int iters)
 {
     for (int i = 0; i < iters; ++i) {
         long long v = -1;
         MPI_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win));
-        MPI_OK(MPI_Get(&v, 1, MPI_LONG_LONG, 0, DISP(locked), 1, MPI_LONG_LONG, win));
+        MPI_OK(MPI_Get(&v, 1, MPI_LONG_LONG, 0, base0 + DISP(locked), 1,
+                       MPI_LONG_LONG, win));
         MPI_OK(MPI_Win_flush(0, win));
         ++v;
-        MPI_OK(MPI_Put(&v, 1, MPI_LONG_LONG, 0, DISP(locked), 1, MPI_LONG_LONG, win));
+        MPI_OK(MPI_Put(&v, 1, MPI_LONG_LONG, 0, base0 + DISP(locked), 1,
+                       MPI_LONG_LONG, win));
         MPI_OK(MPI_Win_unlock(0, win));
     }
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_OK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
     check_eq(section, "get/put under MPI_LOCK_EXCLUSIVE", (long long)nranks * iters,
-             read_ll(win, 0, DISP(locked)));
+             read_ll(win, 0, base0 + DISP(locked)));
     MPI_OK(MPI_Win_unlock(0, win));
 }
 
@@ -384,7 +388,7 @@ static void allocated(int iters)
     verify("allocated", win, 0, a, iters);
     MPI_OK(MPI_Win_unlock_all(win));
     MPI_Barrier(MPI_COMM_WORLD);
-    locked_increments("allocated exclusive lock", win, iters / 2 + 1);
+    locked_increments("allocated exclusive lock", win, 0, iters / 2 + 1);
     MPI_OK(MPI_Win_free(&win));
 }
 
@@ -428,6 +432,7 @@ static void dynamic(int iters)
     verify("dynamic, attached later", win, addr2[0], second, iters / 2 + 1);
     MPI_OK(MPI_Win_unlock_all(win));
     MPI_Barrier(MPI_COMM_WORLD);
+    locked_increments("dynamic exclusive lock", win, addr2[0], iters / 2 + 1);
 
     MPI_OK(MPI_Win_detach(win, second));
     MPI_OK(MPI_Win_detach(win, first));
