@@ -204,9 +204,24 @@ run() {
     echo
     echo "=== $me: $name, $np processes, UCX_TLS=$tls ==="
     t0=$(date +%s)
-    timeout --kill-after=10 "$run_timeout" "$launcher" "${ompi_params[@]}" -np "$np" \
-        "${env[@]}" "$@" >"$log" 2>&1
+    "$launcher" "${ompi_params[@]}" -np "$np" "${env[@]}" "$@" >"$log" 2>&1 &
+    local lpid=$! p
+    while kill -0 "$lpid" 2>/dev/null; do
+        if [ $(($(date +%s) - t0)) -ge "$run_timeout" ]; then
+            # Open MPI's handler prints each stuck process's stack on SIGABRT.
+            echo "$me: $name did not finish within ${run_timeout}s; stacks in the log"
+            for p in $(pgrep -x "$(basename "$1")"); do kill -ABRT "$p"; done
+            sleep 20
+            kill "$lpid" 2>/dev/null
+            sleep 5
+            kill -KILL "$lpid" 2>/dev/null
+            break
+        fi
+        sleep 1
+    done
+    wait "$lpid"
     rc=$?
+    [ $(($(date +%s) - t0)) -lt "$run_timeout" ] || rc=124
     grep -vE 'UCX  (INFO|DIAG)' "$log" | grep -vE '^\[[^]]+\] \*\*\*|^\[[^]]+\] \[ *[0-9]+\]' | tail -n 20
     summary=$(grep -E '^(shmem_atomics|mpi_window_atomics): .* checks, [0-9]+ failed$' "$log" | tail -n 1)
     case $expect in
@@ -265,7 +280,7 @@ if [ "$mode" = bench ]; then
              "($n operations each after a warm-up, target process idle in a barrier; qemu TCG, 2 vCPUs)."
     } >"$table"
 else
-    i2=${ATOMICX_OPENMPI_ITERS2:-40} i4=${ATOMICX_OPENMPI_ITERS4:-20}
+    i2=${ATOMICX_OPENMPI_ITERS2:-10} i4=${ATOMICX_OPENMPI_ITERS4:-5}
     for tls in "${transports[@]}"; do
         run shmem_atomics "$tls" 2 pass oshrun "$bin/shmem_atomics" --iters "$i2"
         run shmem_atomics "$tls" 4 pass oshrun "$bin/shmem_atomics" --iters "$i4"

@@ -81,6 +81,18 @@ static double now_s(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* With MPI_WINDOW_ATOMICS_TRACE=1 every rank says where it is (to find
+ * where a run hangs). */
+static int tracing;
+static void trace(const char *section, const char *step, int i)
+{
+    if (tracing) {
+        printf("mpi_window_atomics: trace: rank %d: %s: %s %d\n", me, section,
+               step, i);
+        fflush(stdout);
+    }
+}
+
 /* The words every rank updates in rank 0's memory (and its own). */
 struct area {
     long long ticket;                 /* fetch_and_op SUM 1 */
@@ -126,6 +138,7 @@ static void hammer(const char *section, MPI_Win win, MPI_Aint base0,
     unsigned long long my_xor;
 
     for (int i = 0; i < iters; ++i) {
+        trace(section, "hammer iteration", i);
         MPI_OK(MPI_Fetch_and_op(&one_ll, &r_ll, MPI_LONG_LONG, 0,
                                 base0 + DISP(ticket), MPI_SUM, win));
         MPI_OK(MPI_Win_flush(0, win));
@@ -198,6 +211,7 @@ static void hammer(const char *section, MPI_Win win, MPI_Aint base0,
             }
         }
 
+        trace(section, "accumulates", i);
         /* Accumulates, completed by a flush_all every 4 iterations. */
         MPI_OK(MPI_Accumulate(four, 4, MPI_LONG_LONG, 0, base0 + DISP(acc), 4,
                               MPI_LONG_LONG, MPI_SUM, win));
@@ -259,6 +273,7 @@ static void verify(const char *section, MPI_Win win, MPI_Aint base0,
     }
     int r_i, dummy_i = 0;
 
+    trace(section, "verify", 0);
     check_eq(section, "tickets", n, read_ll(win, 0, base0 + DISP(ticket)));
     check_eq(section, "Fetch_and_op SUM LONG_LONG", 3 * n,
              read_ll(win, 0, base0 + DISP(sum_ll)));
@@ -328,6 +343,7 @@ static void ordering(const char *section, MPI_Win win, MPI_Aint base_right,
     MPI_Aint slot = base_right + DISP(order) + me * (MPI_Aint)sizeof(long long);
     for (int i = 0; i < iters; ++i) {
         long long v = 1000 * i + me, got = -1, add = 5, dummy = 0;
+        trace(section, "ordering iteration", i);
         /* raw: the read after the write sees it, with no flush in between. */
         MPI_OK(MPI_Accumulate(&v, 1, MPI_LONG_LONG, right, slot, 1,
                               MPI_LONG_LONG, MPI_REPLACE, win));
@@ -354,6 +370,7 @@ static void locked_increments(const char *section, MPI_Win win, MPI_Aint base0,
 {
     for (int i = 0; i < iters; ++i) {
         long long v = -1;
+        trace(section, "exclusive lock iteration", i);
         MPI_OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win));
         MPI_OK(MPI_Get(&v, 1, MPI_LONG_LONG, 0, base0 + DISP(locked), 1,
                        MPI_LONG_LONG, win));
@@ -505,9 +522,11 @@ static void bench(int n)
 int main(int argc, char **argv)
 {
     int iters = 40, bench_n = 0;
+    const char *sections = "allocated,dynamic";
     long totals[2], sums[2];
 
     MPI_Init(&argc, &argv);
+    tracing = getenv("MPI_WINDOW_ATOMICS_TRACE") != NULL;
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     for (int i = 1; i < argc; ++i) {
@@ -515,6 +534,8 @@ int main(int argc, char **argv)
             iters = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--bench") && i + 1 < argc) {
             bench_n = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--sections") && i + 1 < argc) {
+            sections = argv[++i];
         } else {
             iters = -1;
         }
@@ -522,7 +543,8 @@ int main(int argc, char **argv)
     if (nranks < 2 || nranks > MAX_RANKS || iters < 1 ||
         (long)nranks * iters > MAX_TICKETS || bench_n < 0) {
         if (me == 0) {
-            fprintf(stderr, "usage: mpirun -np 2..%d %s [--iters N | --bench N]\n",
+            fprintf(stderr, "usage: mpirun -np 2..%d %s [--iters N] "
+                    "[--sections allocated,dynamic] | --bench N\n",
                     MAX_RANKS, argv[0]);
         }
         MPI_Finalize();
@@ -535,15 +557,21 @@ int main(int argc, char **argv)
         bench(bench_n);
     } else {
         double t0 = now_s();
-        mode = "allocated + ordering + exclusive lock + dynamic";
-        allocated(iters);
-        if (me == 0) {
-            printf("mpi_window_atomics: allocated window: %.1f s\n", now_s() - t0);
+        mode = sections;
+        if (strstr(sections, "allocated") != NULL) {
+            allocated(iters);
+            if (me == 0) {
+                printf("mpi_window_atomics: allocated window: %.1f s\n", now_s() - t0);
+                fflush(stdout);
+            }
         }
         t0 = now_s();
-        dynamic(iters);
-        if (me == 0) {
-            printf("mpi_window_atomics: dynamic window: %.1f s\n", now_s() - t0);
+        if (strstr(sections, "dynamic") != NULL) {
+            dynamic(iters);
+            if (me == 0) {
+                printf("mpi_window_atomics: dynamic window: %.1f s\n", now_s() - t0);
+                fflush(stdout);
+            }
         }
     }
 

@@ -15,6 +15,10 @@
  * shmem_barrier_all in turn. At the end the owner of each slot compares its
  * memory with the final model value the origin put there.
  *
+ * Bursts: 300 non-fetching atomics per PE in flight (more than a send
+ * queue holds), a shmem_fence in the middle, then shmem_quiet, after which
+ * the PE's own additions must all be visible; totals checked by all PEs.
+ *
  * Contention part: all PEs hammer words on PE 0 (which hammers its own):
  * fetch_inc tickets must be unique (checked with fetch_or on a bitmap) and
  * increasing per PE, counters must add up exactly, compare-swap increment
@@ -478,6 +482,62 @@ static void contention(int iters)
     shmem_barrier_all();
 }
 
+/* ---- Bursts: many non-fetching atomics in flight, then fence / quiet ---- */
+
+#define BURST 300 /* more than a transport's send queue (atomicx: 128) */
+
+static unsigned long long burst_add64, burst_xor64;
+static unsigned int burst_xor32;
+static unsigned long long burst_own[MAX_PES];
+
+static unsigned long long burst_token(int pe, int k)
+{
+    return 0xd1b54a32d192ed03ULL * (unsigned long long)(pe * 4099 + k + 1);
+}
+
+static void bursts(int rounds)
+{
+    int right = (me + 1) % npes;
+    unsigned long long expect_own = 0;
+
+    for (int r = 0; r < rounds; ++r) {
+        for (int k = 0; k < BURST; ++k) {
+            shmem_ulonglong_atomic_add(&burst_add64, 1, 0);
+            shmem_ulonglong_atomic_xor(&burst_xor64, burst_token(me, k), 0);
+            shmem_uint_atomic_xor(&burst_xor32, (unsigned)burst_token(me, k), 0);
+            shmem_ulonglong_atomic_add(&burst_own[me], 3, right);
+            if (k == BURST / 2) {
+                shmem_fence(); /* with all of the above in flight */
+            }
+        }
+        expect_own += 3 * BURST;
+        shmem_quiet(); /* completes every one of them */
+        /* After quiet, this PE's own slot shows every add it made. */
+        check_eq("burst", "ulonglong", "atomic_add x300 then shmem_quiet, then fetch",
+                 expect_own, shmem_ulonglong_atomic_fetch(&burst_own[me], right));
+    }
+    shmem_barrier_all();
+
+    unsigned long long x64 = 0;
+    unsigned x32 = 0;
+    for (int p = 0; p < npes; ++p) {
+        for (int k = 0; k < BURST; ++k) {
+            if (rounds % 2) {
+                x64 ^= burst_token(p, k);
+                x32 ^= (unsigned)burst_token(p, k);
+            }
+        }
+    }
+    check_eq("burst total", "ulonglong", "atomic_add from every PE",
+             (unsigned long long)npes * BURST * rounds,
+             shmem_ulonglong_atomic_fetch(&burst_add64, 0));
+    check_eq("burst total", "ulonglong", "atomic_xor from every PE", x64,
+             shmem_ulonglong_atomic_fetch(&burst_xor64, 0));
+    check_eq("burst total", "uint", "atomic_xor from every PE", x32,
+             shmem_uint_atomic_fetch(&burst_xor32, 0));
+    shmem_barrier_all();
+}
+
 /* ---- 4-byte compare-swap (Open MPI 4.1.4 defect, see the top) ---------- */
 
 static int cs_int;
@@ -604,9 +664,10 @@ int main(int argc, char **argv)
         mode = "latency";
         bench(bench_n);
     } else {
-        mode = "functional + contention";
+        mode = "functional + contention + bursts";
         functional();
         contention(iters);
+        bursts(3);
     }
 
     /* Failures of every PE, summed on PE 0 (atomically, of course). */
