@@ -17,8 +17,8 @@
  *              from MPI_Win_get_info, and relied on: an MPI_Accumulate
  *              followed by MPI_Get_accumulate / MPI_Fetch_and_op to the same
  *              location with no flush in between must see its value;
- *   dynamic    MPI_Win_create_dynamic with memory attached before and after
- *              the first epoch: the same atomics in MPI_Win_lock_all epochs,
+ *   dynamic    MPI_Win_create_dynamic with memory attached before (malloc)
+ *              and after (MPI_Alloc_mem) the first epoch: the same atomics in MPI_Win_lock_all epochs,
  *              and the exclusive MPI_Win_lock epochs on the attached memory.
  *              (Open MPI 4.1.4's osc ucx answers MPI_ERR_RMA_SYNC to an
  *              MPI_Win_lock of a target the process has already locked, or
@@ -433,11 +433,10 @@ static void dynamic(int iters)
     verify("dynamic", win, addr[0], first, iters);
     MPI_OK(MPI_Win_unlock_all(win));
 
-    /* Memory attached after the first epochs, when the endpoints exist. */
-    second = calloc(1, sizeof(*second));
-    if (second == NULL) {
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    /* Memory from MPI_Alloc_mem, attached after the first epochs, when the
+     * endpoints exist. */
+    MPI_OK(MPI_Alloc_mem(sizeof(*second), MPI_INFO_NULL, &second));
+    memset(second, 0, sizeof(*second));
     MPI_OK(MPI_Win_attach(win, second, sizeof(*second)));
     MPI_Get_address(second, &addr2[me]);
     MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, addr2, 1, MPI_AINT, MPI_COMM_WORLD);
@@ -454,7 +453,7 @@ static void dynamic(int iters)
     MPI_OK(MPI_Win_detach(win, second));
     MPI_OK(MPI_Win_detach(win, first));
     MPI_OK(MPI_Win_free(&win));
-    free(second);
+    MPI_Free_mem(second);
     free(first);
 }
 
