@@ -38,6 +38,32 @@ usage() {
     exit 2
 }
 
+# latency_table <dir>: the markdown table from the --bench logs in <dir>
+latency_table() {
+    local dir=$1 n tls prog op med mean f
+    declare -A lat=()
+    n=$(cat "$dir/openmpi-bench-iters" 2>/dev/null) || { echo "$me: no bench results in $dir" >&2; return 1; }
+    for tls in atomicx+tcp tcp; do
+        for prog in shmem_atomics mpi_window_atomics; do
+            f="$dir/openmpi-$prog-bench-np2-$tls.log"
+            [ -f "$f" ] || continue
+            while read -r op med mean; do
+                [ -n "$op" ] && lat[$op,$tls]="$med / $mean"
+            done <<<"$(sed -nE 's/^bench: ([^:]+): median ([0-9.]+) us, mean ([0-9.]+) us.*/\1 \2 \3/p' "$f")"
+        done
+    done
+    echo "| operation (2 processes, one guest) | atomicx,tcp: median / mean µs | tcp: median / mean µs |"
+    echo "|---|---:|---:|"
+    for op in shmem_long_atomic_fetch_add shmem_int_atomic_fetch_add \
+              shmem_long_atomic_compare_swap MPI_Fetch_and_op MPI_Compare_and_swap; do
+        echo "| \`$op\` | ${lat[$op,atomicx+tcp]:-n/a} | ${lat[$op,tcp]:-n/a} |"
+    done
+    echo
+    echo "Measured by \`contrib/softroce/openmpi-guest.sh <build> --bench\` on $(date -u +%Y-%m-%d)" \
+         "($n operations each after a warm-up, the target process idle in a barrier; qemu TCG, 2 vCPUs," \
+         "host load average $(cut -d' ' -f1 /proc/loadavg) on 2 cores)."
+}
+
 # ---- Host side ------------------------------------------------------------
 if [ "${1:-}" != "--in-guest" ]; then
     [ $# -ge 1 ] || usage
@@ -71,6 +97,7 @@ if [ "${1:-}" != "--in-guest" ]; then
     fi
     out=${ATOMICX_GUEST_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/$me.XXXXXX")}
     ATOMICX_GUEST_OUT=$out "$here/run-in-guest.sh" "${BASH_SOURCE[0]}" --in-guest "$build" bench || exit
+    latency_table "$out" >"$out/openmpi-latency.md" || exit
     cat "$out/openmpi-latency.md"
     if [ -n "$doc" ]; then
         # Replace what lies between the two markers in FILE.
@@ -257,28 +284,12 @@ echo "$me: $(ompi_info --version 2>/dev/null | head -n 1); UCX $(ucx_info -v | s
 
 if [ "$mode" = bench ]; then
     n=${ATOMICX_OPENMPI_BENCH_ITERS:-2000}
-    table="$out/openmpi-latency.md"
-    declare -A lat
     for tls in "${transports[@]}"; do
         for prog in shmem_atomics:oshrun mpi_window_atomics:mpirun; do
             run "${prog%%:*}-bench" "$tls" 2 pass "${prog#*:}" "$bin/${prog%%:*}" --bench "$n"
-            while read -r op med mean; do
-                lat[$op,$tls]="$med / $mean"
-            done < <(sed -nE 's/^bench: ([^:]+): median ([0-9.]+) us, mean ([0-9.]+) us.*/\1 \2 \3/p' \
-                "$out/openmpi-${prog%%:*}-bench-np2-${tls/,/+}.log")
         done
     done
-    {
-        echo "| operation (2 processes, one guest) | atomicx,tcp: median / mean µs | tcp: median / mean µs |"
-        echo "|---|---:|---:|"
-        for op in shmem_long_atomic_fetch_add shmem_int_atomic_fetch_add \
-                  shmem_long_atomic_compare_swap MPI_Fetch_and_op MPI_Compare_and_swap; do
-            echo "| \`$op\` | ${lat[$op,atomicx,tcp]:-n/a} | ${lat[$op,tcp]:-n/a} |"
-        done
-        echo
-        echo "Measured by \`contrib/softroce/openmpi-guest.sh <build> --bench\` on $(date -u +%Y-%m-%d)" \
-             "($n operations each after a warm-up, target process idle in a barrier; qemu TCG, 2 vCPUs)."
-    } >"$table"
+    echo "$n" >"$out/openmpi-bench-iters"
 else
     # Iterations of the contention loops (shmem) and of the MPI sections.
     i2=${ATOMICX_OPENMPI_ITERS:-10} im=${ATOMICX_OPENMPI_MPI_ITERS:-3}
