@@ -86,7 +86,8 @@ typedef enum fiatomic_family {
 enum fiatomic_params_field {
     FIATOMIC_PARAM_FIELD_MAX_COUNT    = UCS_BIT(0), /**< max_count field */
     FIATOMIC_PARAM_FIELD_AM_ID        = UCS_BIT(1), /**< am_id field */
-    FIATOMIC_PARAM_FIELD_MAX_INFLIGHT = UCS_BIT(2)  /**< max_inflight field */
+    FIATOMIC_PARAM_FIELD_MAX_INFLIGHT = UCS_BIT(2), /**< max_inflight field */
+    FIATOMIC_PARAM_FIELD_OP_TIMEOUT   = UCS_BIT(3)  /**< op_timeout field */
 };
 
 typedef struct fiatomic_params {
@@ -104,6 +105,20 @@ typedef struct fiatomic_params {
                                through fiatomic_status_to_fi_errno) and
                                sends nothing; it succeeds again once
                                ucp_worker_progress() has completed some. */
+    double   op_timeout;  /**< seconds a target-side operation waits for
+                               its reply before it completes with
+                               UCS_ERR_TIMED_OUT (> 0, INFINITY for none,
+                               else UCS_ERR_INVALID_PARAM). Default: the
+                               environment variable FIATOMIC_OP_TIMEOUT
+                               ("2.5", "500ms", "inf"), else
+                               FIATOMIC_OP_TIMEOUT_DEFAULT. A timed-out
+                               operation's outcome is unknown: the target
+                               may have executed it, or may still (a
+                               stopped target that resumes). The timeout is
+                               checked whenever the library is called
+                               (posting, fiatomic_request_check_status,
+                               flush) and when replies or liveness probes
+                               complete in ucp_worker_progress(). */
 } fiatomic_params_t;
 
 #define FIATOMIC_MAX_COUNT_DEFAULT    4096
@@ -111,6 +126,7 @@ typedef struct fiatomic_params {
 #define FIATOMIC_MAX_INFLIGHT_DEFAULT 1024
 #define FIATOMIC_MAX_INFLIGHT_LIMIT   (1u << 20)
 #define FIATOMIC_AM_ID_DEFAULT     1008
+#define FIATOMIC_OP_TIMEOUT_DEFAULT 30.0 /* seconds */
 
 /**
  * Bind a fiatomic context to a UCP worker. The UCP context must have been
@@ -144,7 +160,15 @@ enum fiatomic_mem_flags {
     /** Let UCP allocate the memory (ucp_mem_map with UCP_MEM_MAP_ALLOCATE).
      *  On shared-memory transports only such memory can be mapped by the
      *  peer, which enables the direct strategy (CPU atomics in place). */
-    FIATOMIC_MEM_FLAG_ALLOCATE = UCS_BIT(0)
+    FIATOMIC_MEM_FLAG_ALLOCATE = UCS_BIT(0),
+    /** The safe mode: the memory is not registered with UCP and its packed
+     *  key carries no UCP rkey, so no peer can reach it with UCP's RMA or
+     *  atomics (UCX's software RMA and atomics do not check addresses).
+     *  Every cell executes through the exposing context's validated
+     *  target-side execution (one round trip, needs target progress and
+     *  UCP_FEATURE_AM; else UCS_ERR_UNSUPPORTED). With ALLOCATE, the library
+     *  allocates it (zeroed). See README, "Security". */
+    FIATOMIC_MEM_FLAG_TARGET_ONLY = UCS_BIT(1)
 };
 
 typedef struct fiatomic_mem_params {

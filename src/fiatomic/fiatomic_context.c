@@ -5,12 +5,11 @@
 
 #include <ucs/debug/log_def.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
-#include <unistd.h>
 
 static const char *fiatomic_strategy_names[] = {
     [FIATOMIC_STRATEGY_NONE]   = "none",
@@ -53,41 +52,56 @@ static ucs_status_t fiatomic_parse_strategy(fiatomic_strategy_t *strategy_p)
     return UCS_ERR_INVALID_PARAM;
 }
 
-/* A value that differs between processes and between contexts of one
- * process: a key packed here and unpacked here allows the direct path. */
-static uint64_t fiatomic_make_nonce(const void *ctx)
+/* A time in seconds, "<number>[s|ms|us]" or "inf"; false if malformed. */
+static bool fiatomic_parse_seconds(const char *text, double *sec_p)
 {
-    struct timespec ts;
+    char *end;
+    double v;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^
-           ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)(uintptr_t)ctx;
+    if (!strcasecmp(text, "inf") || !strcasecmp(text, "infinity")) {
+        *sec_p = INFINITY;
+        return true;
+    }
+
+    v = strtod(text, &end);
+    if ((end == text) || !(v > 0) || isinf(v)) {
+        return false;
+    }
+    if (!strcmp(end, "ms")) {
+        v /= 1e3;
+    } else if (!strcmp(end, "us")) {
+        v /= 1e6;
+    } else if ((*end != '\0') && strcmp(end, "s")) {
+        return false;
+    }
+    *sec_p = v;
+    return true;
 }
 
-/* Region tokens: unguessable enough that a request must have come through
- * the key (splitmix64 seeded from urandom). Not a cryptographic boundary:
- * the peer is a UCX endpoint this process connected to. */
-uint64_t fiatomic_random64(fiatomic_h fia)
+/* The operation timeout: the parameter, else FIATOMIC_OP_TIMEOUT, else the
+ * default. */
+static ucs_status_t fiatomic_op_timeout(const fiatomic_params_t *params,
+                                        uint64_t *timeout_ns_p)
 {
-    uint64_t z = (fia->rand_state += UINT64_C(0x9e3779b97f4a7c15));
+    const char *value = getenv("FIATOMIC_OP_TIMEOUT");
+    double sec        = FIATOMIC_OP_TIMEOUT_DEFAULT;
 
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
-}
-
-static uint64_t fiatomic_seed(const void *ctx)
-{
-    uint64_t seed = 0;
-    FILE *f       = fopen("/dev/urandom", "r");
-
-    if ((f == NULL) || (fread(&seed, sizeof(seed), 1, f) != 1)) {
-        seed = fiatomic_make_nonce(ctx) * UINT64_C(0x2545f4914f6cdd1d);
+    if ((params != NULL) &&
+        (params->field_mask & FIATOMIC_PARAM_FIELD_OP_TIMEOUT)) {
+        if (!(params->op_timeout > 0)) { /* NaN too */
+            return UCS_ERR_INVALID_PARAM;
+        }
+        sec = params->op_timeout;
+    } else if ((value != NULL) && (*value != '\0') &&
+               !fiatomic_parse_seconds(value, &sec)) {
+        ucs_error("invalid FIATOMIC_OP_TIMEOUT '%s' (expected seconds, "
+                  "<n>ms, <n>us or inf)", value);
+        return UCS_ERR_INVALID_PARAM;
     }
-    if (f != NULL) {
-        fclose(f);
-    }
-    return seed;
+
+    *timeout_ns_p = (sec >= (double)UINT64_MAX / 1e9) ? UINT64_MAX :
+                    (uint64_t)(sec * 1e9);
+    return UCS_OK;
 }
 
 /*
@@ -191,12 +205,24 @@ FIATOMIC_API ucs_status_t fiatomic_create(ucp_context_h context,
         return status;
     }
 
+    status = fiatomic_op_timeout(params, &fia->op_timeout_ns);
+    if (status != UCS_OK) {
+        free(fia);
+        return status;
+    }
+
+    /* A hint only (is this key possibly ours?): keys are recognised as this
+     * context's by their live region, never by the nonce alone. */
+    status = fiatomic_random_bytes(&fia->nonce, sizeof(fia->nonce));
+    if (status != UCS_OK) {
+        free(fia);
+        return status;
+    }
+
     fia->ucp_context = context;
     fia->worker      = worker;
     fia->max_count   = max_count;
     fia->max_inflight = max_inflight;
-    fia->nonce       = fiatomic_make_nonce(fia);
-    fia->rand_state  = fiatomic_seed(fia);
     fia->am_id       = am_id;
     ucs_list_head_init(&fia->free_reqs);
     ucs_list_head_init(&fia->free_replies);
@@ -215,6 +241,7 @@ FIATOMIC_API ucs_status_t fiatomic_create(ucp_context_h context,
 
 static void fiatomic_context_free(fiatomic_h fia)
 {
+    fiatomic_target_free(fia);
     fiatomic_target_msgs_cleanup(fia);
     fiatomic_req_cache_purge(fia);
     free(fia);

@@ -7,6 +7,7 @@
 
 #include <ucs/debug/log_def.h>
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +137,13 @@ FIATOMIC_API ucs_status_t fiatomic_ep_create(fiatomic_h fia, ucp_ep_h ucp_ep,
     return UCS_OK;
 }
 
+static void fiatomic_key_rkey_destroy(fiatomic_rkey_t *key)
+{
+    if (key->rkey != NULL) {
+        ucp_rkey_destroy(key->rkey);
+    }
+}
+
 static void fiatomic_ep_free(fiatomic_ep_h ep)
 {
     fiatomic_h fia;
@@ -143,7 +151,7 @@ static void fiatomic_ep_free(fiatomic_ep_h ep)
 
     for (i = 0; i < ep->num_slots; ++i) {
         if (ep->slots[i].key != NULL) {
-            ucp_rkey_destroy(ep->slots[i].key->rkey);
+            fiatomic_key_rkey_destroy(ep->slots[i].key);
             free(ep->slots[i].key);
         }
     }
@@ -189,6 +197,72 @@ static void fiatomic_key_set_sw_amo(fiatomic_ep_h ep, fiatomic_rkey_t *key)
                    (key->local_base == NULL));
 }
 
+/*
+ * Every field of a packed key is checked before anything is done with it.
+ * A key carrying this context's nonce claims to be ours, which would let the
+ * direct strategy run in this process on the address it names: it is
+ * accepted only if it names a live region of this context with exactly that
+ * token and range (a peer sees the nonce in any key it was given, but cannot
+ * make up a live token, and the range must be the region's own).
+ */
+static ucs_status_t fiatomic_key_hdr_check(fiatomic_h fia,
+                                           const fiatomic_key_hdr_t *hdr,
+                                           size_t size)
+{
+    if (hdr->magic != FIATOMIC_KEY_MAGIC) {
+        ucs_diag("fiatomic: not a packed key (magic 0x%x)", hdr->magic);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (hdr->rkey_size != size - sizeof(*hdr)) {
+        ucs_diag("fiatomic: key of %zu bytes says its UCP rkey has %u",
+                 size, hdr->rkey_size);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if ((hdr->length == 0) || (hdr->address + hdr->length < hdr->address)) {
+        ucs_diag("fiatomic: key with an empty or wrapping range 0x%" PRIx64
+                 " + %" PRIu64, hdr->address, hdr->length);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (hdr->flags & ~FIATOMIC_KEY_F_ALL) {
+        ucs_diag("fiatomic: key with unknown flags 0x%x", hdr->flags);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if ((hdr->flags & (FIATOMIC_KEY_F_TARGET | FIATOMIC_KEY_F_STATE)) &&
+        (hdr->token == 0)) {
+        ucs_diag("fiatomic: target-side key without a token");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if ((hdr->flags & FIATOMIC_KEY_F_NO_RKEY) ?
+        ((hdr->rkey_size != 0) || !(hdr->flags & FIATOMIC_KEY_F_TARGET) ||
+         (hdr->flags & FIATOMIC_KEY_F_STATE)) :
+        (hdr->rkey_size == 0)) {
+        ucs_diag("fiatomic: key with a UCP rkey of %u bytes and flags 0x%x",
+                 hdr->rkey_size, hdr->flags);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if ((hdr->flags & FIATOMIC_KEY_F_STATE) &&
+        (hdr->address + FIATOMIC_STATE_OFFSET(hdr->length) +
+         sizeof(uint64_t) < hdr->address)) {
+        ucs_diag("fiatomic: key whose state word wraps around");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if ((hdr->nonce == fia->nonce) &&
+        (fiatomic_region_find(fia, hdr->region, hdr->token, hdr->address,
+                              hdr->length) == NULL)) {
+        ucs_diag("fiatomic: key claims to be this context's but names no "
+                 "live region of it (forged, or unexposed)");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return UCS_OK;
+}
+
 FIATOMIC_API ucs_status_t fiatomic_rkey_unpack(fiatomic_ep_h ep,
                                                const void *key_buffer,
                                                size_t size, uint64_t *key_p)
@@ -206,10 +280,9 @@ FIATOMIC_API ucs_status_t fiatomic_rkey_unpack(fiatomic_ep_h ep,
     }
 
     memcpy(&hdr, key_buffer, sizeof(hdr));
-    if ((hdr.magic != FIATOMIC_KEY_MAGIC) ||
-        (hdr.rkey_size != size - sizeof(hdr)) || (hdr.length == 0) ||
-        (hdr.address + hdr.length < hdr.address)) {
-        return UCS_ERR_INVALID_PARAM;
+    status = fiatomic_key_hdr_check(ep->fia, &hdr, size);
+    if (status != UCS_OK) {
+        return status;
     }
 
     for (index = 0; index < ep->num_slots; ++index) {
@@ -232,12 +305,20 @@ FIATOMIC_API ucs_status_t fiatomic_rkey_unpack(fiatomic_ep_h ep,
         return UCS_ERR_NO_MEMORY;
     }
 
-    status = ucp_ep_rkey_unpack(ep->ucp_ep,
-                                (const uint8_t*)key_buffer + sizeof(hdr),
-                                &key->rkey);
-    if (status != UCS_OK) {
-        free(key);
-        return status;
+    if (hdr.flags & FIATOMIC_KEY_F_NO_RKEY) {
+        if (!ep->fia->am_enabled) {
+            free(key);
+            return UCS_ERR_UNSUPPORTED; /* only target-side reaches it */
+        }
+        key->rkey = NULL;
+    } else {
+        status = ucp_ep_rkey_unpack(ep->ucp_ep,
+                                    (const uint8_t*)key_buffer + sizeof(hdr),
+                                    &key->rkey);
+        if (status != UCS_OK) {
+            free(key);
+            return status;
+        }
     }
 
     key->address = hdr.address;
@@ -245,11 +326,18 @@ FIATOMIC_API ucs_status_t fiatomic_rkey_unpack(fiatomic_ep_h ep,
     key->region  = hdr.region;
     key->token   = hdr.token;
     if (hdr.nonce == ep->fia->nonce) {
-        /* Exposed by this very context: the address is ours. */
+        /* Exposed by this very context (checked against the live region by
+         * fiatomic_key_hdr_check): the address is ours. */
         key->local_base   = (uint8_t*)(uintptr_t)hdr.address;
         key->same_context = true;
-    } else if (ucp_rkey_ptr(key->rkey, hdr.address, &ptr) == UCS_OK) {
+    } else if ((key->rkey != NULL) &&
+               (ucp_rkey_ptr(key->rkey, hdr.address, &ptr) == UCS_OK)) {
         key->local_base = ptr; /* shared memory mapped into this process */
+        if (hdr.flags & FIATOMIC_KEY_F_STATE) {
+            /* mapped with the range: the target's state word for it */
+            key->state = (const uint64_t*)(key->local_base +
+                                           FIATOMIC_STATE_OFFSET(hdr.length));
+        }
     }
 
     /* Lanes may have been completed by wireup since ep creation. */
@@ -316,7 +404,7 @@ FIATOMIC_API ucs_status_t fiatomic_rkey_release(fiatomic_ep_h ep, uint64_t key)
         return UCS_ERR_INVALID_PARAM;
     }
 
-    ucp_rkey_destroy(slot->key->rkey);
+    fiatomic_key_rkey_destroy(slot->key);
     free(slot->key);
     slot->key = NULL;
     ++slot->generation;
@@ -328,6 +416,17 @@ FIATOMIC_API ucs_status_t fiatomic_rkey_release(fiatomic_ep_h ep, uint64_t key)
 
 static void fiatomic_ep_progress_deferred(fiatomic_ep_h ep);
 static void fiatomic_req_complete(fiatomic_req_t *req);
+
+bool fiatomic_key_live(fiatomic_ep_h ep, const fiatomic_rkey_t *key)
+{
+    if (key->same_context) {
+        return fiatomic_region_find(ep->fia, key->region, key->token,
+                                    key->address, key->length) != NULL;
+    } else if (key->state != NULL) {
+        return __atomic_load_n(key->state, __ATOMIC_ACQUIRE) == key->token;
+    }
+    return true; /* only UCP could tell (README, "Security") */
+}
 
 static void fiatomic_ep_start(fiatomic_ep_h ep, fiatomic_req_t *req)
 {
@@ -342,6 +441,13 @@ static void fiatomic_ep_start(fiatomic_ep_h ep, fiatomic_req_t *req)
 
     for (i = 0; i < req->count; ) {
         elem = &req->elems[i];
+        if ((elem->strategy != FIATOMIC_STRATEGY_TARGET) &&
+            !fiatomic_key_live(ep, elem->key)) {
+            /* the target refuses stale target-side requests itself */
+            fiatomic_elem_done(elem, UCS_ERR_INVALID_PARAM);
+            ++i;
+            continue;
+        }
         ops  = fiatomic_strategy_ops(elem->strategy);
         if (ops == NULL) {
             fiatomic_assertv(0, "invalid strategy %d", elem->strategy);

@@ -65,8 +65,11 @@ static bool fiatomic_target_usable(const fiatomic_ep_h ep,
                                    const fiatomic_cell_t *cell,
                                    uint64_t flags)
 {
+    /* Target-only memory (no UCP rkey): nothing else reaches it, so the
+     * target is its only actor for every size. */
     return fiatomic_target_supports(cell) && key->target_ok &&
-           ((cell->size > 8) || (ep->domain == FIATOMIC_DOMAIN_CPU));
+           ((cell->size > 8) || (ep->domain == FIATOMIC_DOMAIN_CPU) ||
+            (key->rkey == NULL));
 }
 
 static bool fiatomic_target_needs_target_progress(const fiatomic_rkey_t *key)
@@ -207,15 +210,33 @@ static void fiatomic_target_probe(fiatomic_ep_h ep);
 
 void fiatomic_target_check_overdue(fiatomic_ep_h ep)
 {
+    uint64_t timeout = ep->fia->op_timeout_ns;
     fiatomic_am_msg_t *oldest;
+    uint64_t now;
 
-    if (ep->probe_inflight || ep->destroyed ||
-        ucs_list_is_empty(&ep->am_pending)) {
+    if (ep->destroyed || ucs_list_is_empty(&ep->am_pending)) {
+        return;
+    }
+
+    /* Messages are pending in send order: the oldest first. A reply later
+     * than the operation timeout is not waited for (a target that stopped,
+     * lost its handler, or dropped the request); a late one is dropped by
+     * its id. */
+    now = fiatomic_now_ns();
+    while (!ucs_list_is_empty(&ep->am_pending)) {
+        oldest = ucs_list_head(&ep->am_pending, fiatomic_am_msg_t, list);
+        if ((now - oldest->sent_ns) < timeout) {
+            break;
+        }
+        fiatomic_msg_finish(oldest, UCS_ERR_TIMED_OUT);
+    }
+
+    if (ep->probe_inflight || ucs_list_is_empty(&ep->am_pending)) {
         return;
     }
 
     oldest = ucs_list_head(&ep->am_pending, fiatomic_am_msg_t, list);
-    if ((fiatomic_now_ns() - oldest->sent_ns) >= FIATOMIC_PROBE_DELAY_NS) {
+    if ((now - oldest->sent_ns) >= FIATOMIC_PROBE_DELAY_NS) {
         fiatomic_target_probe(ep);
     }
 }
@@ -252,8 +273,14 @@ static void fiatomic_target_probe(fiatomic_ep_h ep)
                          UCP_OP_ATTR_FIELD_USER_DATA;
     param.cb.send      = fiatomic_target_probe_cb;
     param.user_data    = ep;
-    sptr = ucp_get_nbx(ep->ucp_ep, &ep->probe_buf, 1, msg->key->address,
-                       msg->key->rkey, &param);
+    if (msg->key->rkey != NULL) {
+        sptr = ucp_get_nbx(ep->ucp_ep, &ep->probe_buf, 1, msg->key->address,
+                           msg->key->rkey, &param);
+    } else {
+        /* target-only key, nothing to read: a flush fails on a failed
+         * endpoint too */
+        sptr = ucp_ep_flush_nbx(ep->ucp_ep, &param);
+    }
     if (UCS_PTR_IS_PTR(sptr)) {
         ep->probe_inflight = true;
         fiatomic_ep_inflight_add(ep);

@@ -137,6 +137,8 @@ struct fiatomic_context {
     ucp_worker_h        worker;
     size_t              max_count;
     size_t              max_inflight; /* operations in flight per ep */
+    uint64_t            op_timeout_ns; /* target-side operations;
+                                          UINT64_MAX: none */
     fiatomic_strategy_t forced;     /* NONE = auto */
     /* What endpoints of this context can be (its UCP transports): for
      * fi_query_atomic, which cannot know the endpoint */
@@ -145,8 +147,7 @@ struct fiatomic_context {
                                        domain with UCP's own atomic lanes */
     bool                tl_device;  /* a transport that may execute atomics
                                        in a device */
-    uint64_t            nonce;      /* identifies this context's keys */
-    uint64_t            rand_state; /* region tokens */
+    uint64_t            nonce;      /* random; in this context's keys */
     unsigned            num_eps;    /* not yet freed (zombies included) */
     unsigned            num_mems;
     bool                destroyed;  /* fiatomic_destroy() was called: freed
@@ -159,8 +160,13 @@ struct fiatomic_context {
     fiatomic_region_t   *regions;
     unsigned            num_regions;
     uint8_t             wide_locks[FIATOMIC_WIDE_LOCKS];
-    ucs_list_link_t     free_replies; /* reply buffers in the target */
-    unsigned            replies_inflight; /* replies UCP is still sending */
+    ucs_list_link_t     free_replies; /* small reply buffers (target) */
+    unsigned            num_free_replies;
+    unsigned            replies_inflight; /* replies UCP is still sending
+                                             and requests it is receiving */
+    struct kh_fiatomic_peers_s *peers; /* the target's peers by reply ep
+                                          (fiatomic_target_am.c) */
+    uint64_t            requests_dropped; /* of peers past their bound */
     fiatomic_msg_slot_t *msg_slots;   /* in the initiator */
     unsigned            num_msg_slots;
     ucs_list_link_t     free_msgs;
@@ -169,14 +175,27 @@ struct fiatomic_context {
 
 struct fiatomic_mem {
     fiatomic_h fia;
-    ucp_mem_h  memh;
+    ucp_mem_h  memh;      /* NULL: target-only, not registered with UCP */
     void       *address;
     size_t     length;
     unsigned   region;
+    void       *owned;    /* target-only memory the library allocated */
+    uint64_t   *state;    /* NULL, or the state word peers that map the
+                             memory see: the region's token while exposed,
+                             0 after (fiatomic_mem.c) */
 };
 
 /* Key flags */
-#define FIATOMIC_KEY_F_TARGET 0x1 /* the exposing context executes requests */
+#define FIATOMIC_KEY_F_TARGET  0x1 /* the exposing context executes
+                                      requests */
+#define FIATOMIC_KEY_F_STATE   0x2 /* a state word follows the range at the
+                                      next 8-byte boundary */
+#define FIATOMIC_KEY_F_NO_RKEY 0x4 /* target-only: no UCP rkey follows */
+#define FIATOMIC_KEY_F_ALL     (FIATOMIC_KEY_F_TARGET | FIATOMIC_KEY_F_STATE | \
+                                FIATOMIC_KEY_F_NO_RKEY)
+
+/* Where the state word of a range lies. */
+#define FIATOMIC_STATE_OFFSET(_length) (((_length) + 7) & ~(uint64_t)7)
 
 /* The packed key a target hands out (followed by the UCP rkey buffer). */
 typedef struct fiatomic_key_hdr {
@@ -193,7 +212,7 @@ typedef struct fiatomic_key_hdr {
 #define FIATOMIC_KEY_MAGIC 0xf1a70111u
 
 typedef struct fiatomic_rkey {
-    ucp_rkey_h rkey;
+    ucp_rkey_h rkey;         /* NULL: target-only key */
     uint64_t   address;      /* exposed range at the target */
     uint64_t   length;
     uint8_t    *local_base;  /* non-NULL: the range is mapped here (direct) */
@@ -203,6 +222,7 @@ typedef struct fiatomic_rkey {
     bool       target_ok;    /* target-side requests can be sent */
     uint32_t   region;
     uint64_t   token;
+    const uint64_t *state;   /* the mapped state word, or NULL */
     /* fiatomic_select() per cell, filled on first use: the post path
      * decides with one lookup (FIATOMIC_STRATEGY_LAST = not yet known) */
     uint8_t    strategy[FIATOMIC_FAMILY_LAST][FIATOMIC_OP_COUNT]
@@ -340,6 +360,11 @@ void fiatomic_ep_submit(fiatomic_ep_h ep, fiatomic_req_t *req);
 /** A started request completed: drives fences, flushes and zombie eps. */
 void fiatomic_ep_req_done(fiatomic_ep_h ep, fiatomic_req_t *req);
 fiatomic_rkey_t *fiatomic_ep_key_lookup(fiatomic_ep_h ep, uint64_t key);
+/** Whether the memory of a key is still exposed, where this process can
+ *  tell (always true where it cannot). Operations of strategies other than
+ *  target (whose target checks itself) on a key of unexposed memory fail
+ *  with UCS_ERR_INVALID_PARAM and change nothing. */
+bool fiatomic_key_live(fiatomic_ep_h ep, const fiatomic_rkey_t *key);
 void fiatomic_ep_inflight_add(fiatomic_ep_h ep);
 void fiatomic_ep_inflight_remove(fiatomic_ep_h ep);
 /* fiatomic_order.c */
@@ -434,11 +459,22 @@ void fiatomic_cpu_apply(fiatomic_h fia, const fiatomic_cell_t *cell,
                         void *ptr, const void *operand, const void *compare,
                         void *old);
 
-/* fiatomic_target.c: the target's side */
+/* fiatomic_target_am.c: the target's side, requests in and replies out */
 ucs_status_t fiatomic_target_init(fiatomic_h fia);
+/** fiatomic_destroy(): handlers off, held requests and caches dropped. */
 void fiatomic_target_cleanup(fiatomic_h fia);
+/** The context is freed. */
+void fiatomic_target_free(fiatomic_h fia);
+
+/* fiatomic_target.c: regions, request decoder and executor */
 ucs_status_t fiatomic_region_add(fiatomic_h fia, fiatomic_mem_h mem);
 void fiatomic_region_remove(fiatomic_h fia, fiatomic_mem_h mem);
+/** The live region `region` of this context if its token and range are
+ *  exactly these, else NULL: how a key is recognised as this context's own
+ *  (a peer can copy the nonce of any key it holds, not a live token). */
+fiatomic_mem_h fiatomic_region_find(fiatomic_h fia, uint32_t region,
+                                    uint64_t token, uint64_t address,
+                                    uint64_t length);
 /** Decode, check and execute one request message; writes the reply into
  *  reply (FIATOMIC_WIRE_REPLY_MAX bytes) and returns its length. Touches
  *  nothing outside memory this context exposed under the request's key. */
@@ -451,8 +487,12 @@ ucs_status_t fiatomic_target_reply_handler(void *arg, const void *header,
                                            const ucp_am_recv_param_t *param);
 void fiatomic_target_msgs_cleanup(fiatomic_h fia);
 
+/* fiatomic_random.c: the kernel's CSPRNG */
+ucs_status_t fiatomic_random_bytes(void *buf, size_t length);
+/** A nonzero 64-bit secret, independent of every other one. */
+ucs_status_t fiatomic_random_token(uint64_t *token_p);
+
 /* fiatomic_context.c */
-uint64_t fiatomic_random64(fiatomic_h fia);
 /** The last endpoint of a destroyed context drained: free the context. */
 void fiatomic_context_release(fiatomic_h fia);
 

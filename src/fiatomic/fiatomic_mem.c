@@ -1,21 +1,95 @@
 /**
  * Target side: exposing memory for remote atomics and packing its key.
  *
- * The packed key is a small header (range, the exposing context's nonce)
- * followed by UCP's rkey buffer. Carrying the range lets the initiator
- * refuse an out-of-range or misaligned element before anything is sent.
+ * The packed key is a small header (range, the exposing context's nonce,
+ * the region's index and token, flags) followed by UCP's rkey buffer (none
+ * for target-only memory). Carrying the range lets the initiator refuse an
+ * out-of-range or misaligned element before anything is sent.
  */
 #include "fiatomic_int.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+/* Target-only memory: not registered with UCP at all. */
+static ucs_status_t fiatomic_mem_expose_target_only(
+        fiatomic_h fia, const fiatomic_mem_params_t *params, unsigned flags,
+        fiatomic_mem_h mem)
+{
+    if (!fia->am_enabled) {
+        return UCS_ERR_UNSUPPORTED; /* nothing could reach it */
+    }
+
+    if (flags & FIATOMIC_MEM_FLAG_ALLOCATE) {
+        if (posix_memalign(&mem->owned, 64, params->length) != 0) {
+            return UCS_ERR_NO_MEMORY;
+        }
+        memset(mem->owned, 0, params->length);
+        mem->address = mem->owned;
+    } else {
+        mem->address = params->address;
+    }
+    mem->length = params->length;
+    return UCS_OK;
+}
+
+/* Memory registered with UCP. With ALLOCATE, 8 more bytes after the range
+ * (at the next 8-byte boundary) hold its state word: peers that map the
+ * memory (shared memory) check it before each operation, so an operation
+ * with the key of unexposed memory fails instead of writing into a segment
+ * the target has let go. */
+static ucs_status_t fiatomic_mem_expose_ucp(fiatomic_h fia,
+                                            const fiatomic_mem_params_t *params,
+                                            unsigned flags, fiatomic_mem_h mem)
+{
+    ucp_mem_map_params_t map_params = {0};
+    ucp_mem_attr_t attr;
+    ucs_status_t status;
+
+    map_params.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                            UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+    map_params.length     = params->length;
+    if (flags & FIATOMIC_MEM_FLAG_ALLOCATE) {
+        /* On posix/sysv only memory the transport allocated can be mapped
+         * by the peer, which is what makes the direct strategy possible. */
+        if (params->length > SIZE_MAX - 16) {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        map_params.flags  = UCP_MEM_MAP_ALLOCATE;
+        map_params.length = FIATOMIC_STATE_OFFSET(params->length) +
+                            sizeof(uint64_t);
+    } else {
+        map_params.field_mask |= UCP_MEM_MAP_PARAM_FIELD_ADDRESS;
+        map_params.address     = params->address;
+    }
+
+    status = ucp_mem_map(fia->ucp_context, &map_params, &mem->memh);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH;
+    status          = ucp_mem_query(mem->memh, &attr);
+    if (status != UCS_OK) {
+        ucp_mem_unmap(fia->ucp_context, mem->memh);
+        return status;
+    }
+
+    mem->address = attr.address;
+    /* The exposed range is what the user asked for, even if UCP mapped more
+     * (whole pages): nothing outside it may be operated on. */
+    mem->length  = params->length;
+    if (flags & FIATOMIC_MEM_FLAG_ALLOCATE) {
+        mem->state = (uint64_t*)((uint8_t*)attr.address +
+                                 FIATOMIC_STATE_OFFSET(params->length));
+    }
+    return UCS_OK;
+}
+
 FIATOMIC_API ucs_status_t
 fiatomic_mem_expose(fiatomic_h fia, const fiatomic_mem_params_t *params,
                     fiatomic_mem_h *mem_p)
 {
-    ucp_mem_map_params_t map_params = {0};
-    ucp_mem_attr_t attr;
     fiatomic_mem_h mem;
     ucs_status_t status;
     unsigned flags = 0;
@@ -27,26 +101,19 @@ fiatomic_mem_expose(fiatomic_h fia, const fiatomic_mem_params_t *params,
     }
 
     if (params->field_mask & FIATOMIC_MEM_PARAM_FIELD_FLAGS) {
-        if (params->flags & ~FIATOMIC_MEM_FLAG_ALLOCATE) {
+        if (params->flags & ~(FIATOMIC_MEM_FLAG_ALLOCATE |
+                              FIATOMIC_MEM_FLAG_TARGET_ONLY)) {
             return UCS_ERR_INVALID_PARAM;
         }
         flags = params->flags;
     }
 
-    map_params.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH |
-                            UCP_MEM_MAP_PARAM_FIELD_FLAGS;
-    map_params.length     = params->length;
-    if (flags & FIATOMIC_MEM_FLAG_ALLOCATE) {
-        /* On posix/sysv only memory the transport allocated can be mapped
-         * by the peer, which is what makes the direct strategy possible. */
-        map_params.flags = UCP_MEM_MAP_ALLOCATE;
-    } else {
-        if (!(params->field_mask & FIATOMIC_MEM_PARAM_FIELD_ADDRESS) ||
-            (params->address == NULL)) {
-            return UCS_ERR_INVALID_PARAM;
-        }
-        map_params.field_mask |= UCP_MEM_MAP_PARAM_FIELD_ADDRESS;
-        map_params.address     = params->address;
+    if (!(flags & FIATOMIC_MEM_FLAG_ALLOCATE) &&
+        (!(params->field_mask & FIATOMIC_MEM_PARAM_FIELD_ADDRESS) ||
+         (params->address == NULL) ||
+         ((uintptr_t)params->address + params->length <
+          (uintptr_t)params->address))) {
+        return UCS_ERR_INVALID_PARAM;
     }
 
     mem = calloc(1, sizeof(*mem));
@@ -54,34 +121,33 @@ fiatomic_mem_expose(fiatomic_h fia, const fiatomic_mem_params_t *params,
         return UCS_ERR_NO_MEMORY;
     }
 
-    status = ucp_mem_map(fia->ucp_context, &map_params, &mem->memh);
+    mem->fia = fia;
+    status   = (flags & FIATOMIC_MEM_FLAG_TARGET_ONLY) ?
+               fiatomic_mem_expose_target_only(fia, params, flags, mem) :
+               fiatomic_mem_expose_ucp(fia, params, flags, mem);
     if (status != UCS_OK) {
-        goto err_free;
+        free(mem);
+        return status;
     }
 
-    attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH;
-    status          = ucp_mem_query(mem->memh, &attr);
+    status = fiatomic_region_add(fia, mem);
     if (status != UCS_OK) {
-        goto err_unmap;
+        goto err_release;
     }
 
-    mem->fia     = fia;
-    mem->address = attr.address;
-    /* The exposed range is what the user asked for, even if UCP mapped more
-     * (whole pages): nothing outside it may be operated on. */
-    mem->length  = params->length;
-    status       = fiatomic_region_add(fia, mem);
-    if (status != UCS_OK) {
-        goto err_unmap;
+    if (mem->state != NULL) {
+        __atomic_store_n(mem->state, fia->regions[mem->region].token,
+                         __ATOMIC_RELEASE);
     }
-
     ++fia->num_mems;
     *mem_p = mem;
     return UCS_OK;
 
-err_unmap:
-    ucp_mem_unmap(fia->ucp_context, mem->memh);
-err_free:
+err_release:
+    if (mem->memh != NULL) {
+        ucp_mem_unmap(fia->ucp_context, mem->memh);
+    }
+    free(mem->owned);
     free(mem);
     return status;
 }
@@ -116,15 +182,22 @@ FIATOMIC_API ucs_status_t fiatomic_mem_pack_key(fiatomic_mem_h mem,
         return UCS_ERR_INVALID_PARAM;
     }
 
-    status = ucp_rkey_pack(mem->fia->ucp_context, mem->memh, &rkey_buffer,
-                           &rkey_size);
-    if (status != UCS_OK) {
-        return status;
+    if (mem->memh != NULL) {
+        status = ucp_rkey_pack(mem->fia->ucp_context, mem->memh,
+                               &rkey_buffer, &rkey_size);
+        if (status != UCS_OK) {
+            return status;
+        }
+    } else {
+        rkey_buffer = NULL; /* target-only: nothing for UCP to reach it by */
+        rkey_size   = 0;
     }
 
     key = malloc(sizeof(hdr) + rkey_size);
     if (key == NULL) {
-        ucp_rkey_buffer_release(rkey_buffer);
+        if (rkey_buffer != NULL) {
+            ucp_rkey_buffer_release(rkey_buffer);
+        }
         return UCS_ERR_NO_MEMORY;
     }
 
@@ -135,10 +208,14 @@ FIATOMIC_API ucs_status_t fiatomic_mem_pack_key(fiatomic_mem_h mem,
     hdr.length    = mem->length;
     hdr.region    = mem->region;
     hdr.token     = mem->fia->regions[mem->region].token;
-    hdr.flags     = mem->fia->am_enabled ? FIATOMIC_KEY_F_TARGET : 0;
+    hdr.flags     = (mem->fia->am_enabled ? FIATOMIC_KEY_F_TARGET : 0) |
+                    ((mem->state != NULL) ? FIATOMIC_KEY_F_STATE : 0) |
+                    ((mem->memh == NULL) ? FIATOMIC_KEY_F_NO_RKEY : 0);
     memcpy(key, &hdr, sizeof(hdr));
-    memcpy(key + sizeof(hdr), rkey_buffer, rkey_size);
-    ucp_rkey_buffer_release(rkey_buffer);
+    if (rkey_buffer != NULL) {
+        memcpy(key + sizeof(hdr), rkey_buffer, rkey_size);
+        ucp_rkey_buffer_release(rkey_buffer);
+    }
 
     *key_p  = key;
     *size_p = sizeof(hdr) + rkey_size;
@@ -158,9 +235,15 @@ FIATOMIC_API ucs_status_t fiatomic_mem_unexpose(fiatomic_mem_h mem)
         return UCS_ERR_INVALID_PARAM;
     }
 
+    if (mem->state != NULL) {
+        /* peers that mapped it refuse their keys from now on */
+        __atomic_store_n(mem->state, 0, __ATOMIC_RELEASE);
+    }
     fiatomic_region_remove(mem->fia, mem);
-    status = ucp_mem_unmap(mem->fia->ucp_context, mem->memh);
+    status = (mem->memh != NULL) ?
+             ucp_mem_unmap(mem->fia->ucp_context, mem->memh) : UCS_OK;
     --mem->fia->num_mems;
+    free(mem->owned);
     free(mem);
     return status;
 }

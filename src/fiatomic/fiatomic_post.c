@@ -425,6 +425,9 @@ fiatomic_post_plain(fiatomic_ep_h ep, fiatomic_call_t *call)
     strategy = fiatomic_select_cached(ep, key, cell);
     if (ucs_unlikely(strategy == FIATOMIC_STRATEGY_NONE)) {
         return UCS_STATUS_PTR(UCS_ERR_UNSUPPORTED);
+    } else if ((strategy != FIATOMIC_STRATEGY_TARGET) &&
+               !fiatomic_key_live(ep, key)) {
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     } else if ((strategy == FIATOMIC_STRATEGY_DIRECT) &&
                ((ep->msg_order == 0) || (ep->ops_inflight == 0))) {
         fiatomic_cpu_apply(ep->fia, cell,

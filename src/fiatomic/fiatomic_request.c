@@ -142,7 +142,8 @@ FIATOMIC_API ucs_status_t fiatomic_request_check_status(void *request)
     /* Waiting on it: a reply that should have come makes us look at the
      * target (a request not completed keeps its ep alive). */
     fiatomic_target_check_overdue(req->ep);
-    return UCS_INPROGRESS;
+    return (req->flags & FIATOMIC_REQ_F_COMPLETED) ? req->status :
+                                                     UCS_INPROGRESS;
 }
 
 FIATOMIC_API void fiatomic_request_free(void *request)

@@ -19,6 +19,13 @@
  * goes eagerly; larger arrays are split into several messages in flight. */
 #define FIATOMIC_WIRE_MAX_PAYLOAD 4096
 
+/* A target keeps at most this many replies to one peer in flight (in UCP's
+ * hands) and holds at most FIATOMIC_TARGET_HELD_MAX bytes of its requests
+ * beyond them; past both it drops that peer's requests. An initiator that
+ * keeps no more messages in flight per endpoint is never dropped. */
+#define FIATOMIC_TARGET_REPLIES_MAX 256
+#define FIATOMIC_TARGET_HELD_MAX    (1024 * 1024)
+
 typedef struct fiatomic_wire_req {
     uint32_t magic;
     uint8_t  version;

@@ -16,7 +16,7 @@ srcs=(fiatomic_target.c fiatomic_cpu.c fiatomic_combine.c fiatomic_matrix.c
       fiatomic_exec_target.c fiatomic_exec_native.c fiatomic_exec_cas.c
       fiatomic_exec_direct.c fiatomic_ep.c fiatomic_request.c
       fiatomic_context.c fiatomic_mem.c fiatomic_query.c fiatomic_status.c
-      fiatomic_post.c)
+      fiatomic_post.c fiatomic_random.c fiatomic_target_am.c)
 clang -g -O1 -mcx16 -fsanitize=fuzzer,address,undefined \
       -fno-sanitize-recover=undefined \
       $(pkg-config --cflags ucx) -I"$top/src/fiatomic" \

@@ -40,6 +40,11 @@ enum msg_type : uint32_t {
                         continuously until operations fail (or the bound
                         passes), wait for the rest; a second answer with a
                         fault_report */
+    MSG_REEXPOSE,    /* target: u32 region: unexpose it, expose new memory
+                        (zeroed) of the same length; answer with the new
+                        target_info */
+    MSG_DESTROY_CONTEXT, /* target: unexpose everything and destroy the
+                            fiatomic context, keep progressing the worker */
     /* peer -> test */
     MSG_HELLO = 100, /* target: worker address, keys, regions */
     MSG_OK,          /* reply, with optional payload */
@@ -176,8 +181,9 @@ struct ucp_setup {
 
 /**
  * Create a UCP context (RMA|AMO32|AMO64, plus AM when `am`: target-side
- * execution) with the given UCX configuration overrides ("TLS", "tcp"), a
- * worker, and a fiatomic context.
+ * execution; AM only when `am` and FIATOMIC_TEST_AM_ONLY is set) with the
+ * given UCX configuration overrides ("TLS", "tcp"), a worker, and a
+ * fiatomic context.
  */
 ucs_status_t ucp_setup_create(const std::vector<std::pair<std::string,
                                                           std::string>> &cfg,

@@ -22,7 +22,7 @@ namespace fiatomic_test {
 
 std::string config::name() const
 {
-    return tl + (alloc ? "_alloc_" : "_user_") + strategy +
+    return tl + (safe ? "_safe_" : alloc ? "_alloc_" : "_user_") + strategy +
            (am ? "" : "_noam");
 }
 
@@ -35,7 +35,10 @@ config make_config(const char *tl, const char *mem, const char *strategy)
         s  = s.substr(0, s.size() - 5);
         am = false;
     }
-    return config{tl, std::string(mem) == "alloc", s, am};
+    config cfg{tl, std::string(mem) == "alloc", s, am};
+
+    cfg.safe = (std::string(mem) == "safe");
+    return cfg;
 }
 
 const std::vector<std::string> &all_transports()
@@ -188,8 +191,9 @@ bool direct_valid(const config &cfg)
     /* the memory must be mapped here and UCP's atomics on it must be CPU
      * atomics: same process (self), or shared memory that the peer's MD
      * allocated (posix/sysv can map only that) */
-    return (cfg.tl == "self") ||
-           (cfg.alloc && ((cfg.tl == "posix") || (cfg.tl == "sysv")));
+    return !cfg.safe &&
+           ((cfg.tl == "self") ||
+            (cfg.alloc && ((cfg.tl == "posix") || (cfg.tl == "sysv"))));
 }
 
 expectation strategy_can(const config &cfg, const std::string &strategy,
@@ -201,6 +205,11 @@ expectation strategy_can(const config &cfg, const std::string &strategy,
     if (!fiatomic_ref_cell_defined(c.family, c.op, c.datatype) ||
         !type_supported(c.datatype)) {
         return FORBIDDEN;
+    }
+    if (cfg.safe) {
+        /* target-only memory: the target's execution is the only way */
+        return (((strategy == "target") || (strategy == "auto")) && cfg.am) ?
+               REQUIRED : FORBIDDEN;
     }
     if (strategy == "native") {
         if (!native_cell(c)) {
@@ -530,9 +539,9 @@ remote_target::~remote_target()
 
 bool remote_target::start(const std::string &tl, bool alloc,
                           std::string *error, bool am, size_t len0,
-                          size_t len1)
+                          size_t len1, bool safe)
 {
-    if (!m_proc.spawn({"target", alloc ? "alloc" : "user",
+    if (!m_proc.spawn({"target", safe ? "safe" : alloc ? "alloc" : "user",
                        std::to_string(len0), std::to_string(len1)},
                       peer_env(tl, "", am), error)) {
         return false;
@@ -696,7 +705,9 @@ std::unique_ptr<connection> connection::create(const config &cfg,
     if (cfg.two_process()) {
         conn->m_remote = new remote_target();
         conn->m_tgt.reset(conn->m_remote);
-        if (!conn->m_remote->start(cfg.tl, cfg.alloc, error, cfg.am)) {
+        if (!conn->m_remote->start(cfg.tl, cfg.alloc, error, cfg.am,
+                                   REGION0_LENGTH, REGION1_LENGTH,
+                                   cfg.safe)) {
             *error = cfg.name() + ": " + *error;
             return NULL;
         }
@@ -744,6 +755,10 @@ std::unique_ptr<connection> connection::create(const config &cfg,
             memset(&mp, 0, sizeof(mp));
             mp.field_mask = FIATOMIC_MEM_PARAM_FIELD_LENGTH;
             mp.length     = lengths[i];
+            if (cfg.safe) {
+                mp.field_mask |= FIATOMIC_MEM_PARAM_FIELD_FLAGS;
+                mp.flags       = FIATOMIC_MEM_FLAG_TARGET_ONLY;
+            }
             if (cfg.alloc) {
                 mp.field_mask |= FIATOMIC_MEM_PARAM_FIELD_FLAGS;
                 mp.flags       = FIATOMIC_MEM_FLAG_ALLOCATE;

@@ -32,6 +32,9 @@ struct config {
                              for the multi-process tests */
     bool        am;       /* UCP contexts with UCP_FEATURE_AM (target-side
                              execution) on both sides */
+    bool        safe = false; /* target memory exposed target-only
+                                 (FIATOMIC_MEM_FLAG_TARGET_ONLY): mem token
+                                 "safe" */
 
     std::string name() const; /* "posix_alloc_cas", "tcp_user_auto_noam" */
     bool        two_process() const { return tl != "self"; }
@@ -229,7 +232,7 @@ public:
 
     bool start(const std::string &tl, bool alloc, std::string *error,
                bool am = true, size_t len0 = REGION0_LENGTH,
-               size_t len1 = REGION1_LENGTH);
+               size_t len1 = REGION1_LENGTH, bool safe = false);
     bool stop(std::string *error);
 
     bool write(int region, uint64_t offset, const void *data, size_t length,

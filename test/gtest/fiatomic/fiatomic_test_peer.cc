@@ -2,9 +2,9 @@
  * fiatomic_test_peer: the other processes of the fiatomic tests. Started by
  * the tests with posix_spawn, controlled over fd 3 (fiatomic_test_common.h).
  *
- *   fiatomic_test_peer target <user|alloc> <len0> <len1>
+ *   fiatomic_test_peer target <user|alloc|safe> <len0> <len1>
  *       Creates a UCP context/worker (UCX_TLS from the environment), exposes
- *       two regions, sends MSG_HELLO (worker address, packed keys), then
+ *       two regions (safe: target-only user memory), sends MSG_HELLO (worker address, packed keys), then
  *       progresses its worker and serves MSG_WRITE/READ/PAUSE/RESUME/EXIT.
  *       Target memory is read and written here with plain CPU accesses, never
  *       through the library under test.
@@ -72,7 +72,7 @@ struct region {
     size_t         length;
 };
 
-int run_target(bool alloc, size_t len0, size_t len1)
+int run_target(bool alloc, bool safe, size_t len0, size_t len1)
 {
     ucp_setup setup;
     std::string error;
@@ -82,7 +82,7 @@ int run_target(bool alloc, size_t len0, size_t len1)
     ucp_address_t *address;
     size_t address_length;
     ucs_status_t status;
-    bool progressing = true, done = false;
+    bool progressing = true, done = false, fia_gone = false;
     unsigned idle = 0, busy = 0;
 
     status = ucp_setup_create({}, NULL, peer_am_from_env(), &setup, &error);
@@ -90,7 +90,8 @@ int run_target(bool alloc, size_t len0, size_t len1)
         die("%s", error.c_str());
     }
 
-    for (int i = 0; i < FIATOMIC_TEST_REGIONS; ++i) {
+    /* expose region i (again): zeroed memory, its key into info */
+    auto expose_region = [&](int i) {
         fiatomic_mem_params_t params;
         void *key, *addr;
         size_t key_size, length;
@@ -99,6 +100,10 @@ int run_target(bool alloc, size_t len0, size_t len1)
         regions[i].user = NULL;
         params.field_mask = FIATOMIC_MEM_PARAM_FIELD_LENGTH;
         params.length     = lengths[i];
+        if (safe) {
+            params.field_mask |= FIATOMIC_MEM_PARAM_FIELD_FLAGS;
+            params.flags       = FIATOMIC_MEM_FLAG_TARGET_ONLY;
+        }
         if (alloc) {
             params.field_mask |= FIATOMIC_MEM_PARAM_FIELD_FLAGS;
             params.flags       = FIATOMIC_MEM_FLAG_ALLOCATE;
@@ -124,6 +129,7 @@ int run_target(bool alloc, size_t len0, size_t len1)
         }
         regions[i].base   = static_cast<uint8_t*>(addr);
         regions[i].length = lengths[i];
+        memset(regions[i].base, 0, lengths[i]);
         status = fiatomic_mem_pack_key(regions[i].mem, &key, &key_size);
         if (status != UCS_OK) {
             die("fiatomic_mem_pack_key: %s", ucs_status_string(status));
@@ -133,6 +139,10 @@ int run_target(bool alloc, size_t len0, size_t len1)
         fiatomic_key_release(key);
         info.base[i]   = (uintptr_t)addr;
         info.length[i] = lengths[i];
+    };
+
+    for (int i = 0; i < FIATOMIC_TEST_REGIONS; ++i) {
+        expose_region(i);
     }
 
     status = ucp_worker_get_address(setup.worker, &address, &address_length);
@@ -188,7 +198,7 @@ int run_target(bool alloc, size_t len0, size_t len1)
             uint32_t r   = msg.get<uint32_t>();
             uint64_t off = msg.get<uint64_t>();
             std::vector<uint8_t> data = msg.get_blob();
-            if (!msg.ok() || (r >= FIATOMIC_TEST_REGIONS) ||
+            if (!msg.ok() || fia_gone || (r >= FIATOMIC_TEST_REGIONS) ||
                 (off > regions[r].length) ||
                 (data.size() > regions[r].length - off)) {
                 reply_error("bad MSG_WRITE");
@@ -203,7 +213,7 @@ int run_target(bool alloc, size_t len0, size_t len1)
             uint32_t r   = msg.get<uint32_t>();
             uint64_t off = msg.get<uint64_t>();
             uint64_t len = msg.get<uint64_t>();
-            if (!msg.ok() || (r >= FIATOMIC_TEST_REGIONS) ||
+            if (!msg.ok() || fia_gone || (r >= FIATOMIC_TEST_REGIONS) ||
                 (off > regions[r].length) ||
                 (len > regions[r].length - off)) {
                 reply_error("bad MSG_READ");
@@ -213,6 +223,36 @@ int run_target(bool alloc, size_t len0, size_t len1)
             reply_ok(regions[r].base + off, len);
             break;
         }
+        case MSG_REEXPOSE: {
+            /* unexpose a region and expose new memory, normally at the same
+             * index: keys of the old one are stale now */
+            uint32_t r = msg.get<uint32_t>();
+            if (!msg.ok() || fia_gone || (r >= FIATOMIC_TEST_REGIONS)) {
+                reply_error("bad MSG_REEXPOSE");
+                break;
+            }
+            status = fiatomic_mem_unexpose(regions[r].mem);
+            if (status != UCS_OK) {
+                die("fiatomic_mem_unexpose: %s", ucs_status_string(status));
+            }
+            free(regions[r].user);
+            expose_region(r);
+            std::vector<uint8_t> packed = info.pack();
+            reply_ok(packed.data(), packed.size());
+            break;
+        }
+        case MSG_DESTROY_CONTEXT:
+            for (int i = 0; !fia_gone && (i < FIATOMIC_TEST_REGIONS); ++i) {
+                fiatomic_mem_unexpose(regions[i].mem);
+                free(regions[i].user);
+            }
+            if (!fia_gone) {
+                fiatomic_destroy(setup.fia);
+                setup.fia = NULL;
+                fia_gone  = true;
+            }
+            reply_ok();
+            break;
         case MSG_PAUSE:
             progressing = false;
             reply_ok();
@@ -230,7 +270,7 @@ int run_target(bool alloc, size_t len0, size_t len1)
         }
     }
 
-    for (int i = 0; i < FIATOMIC_TEST_REGIONS; ++i) {
+    for (int i = 0; !fia_gone && (i < FIATOMIC_TEST_REGIONS); ++i) {
         status = fiatomic_mem_unexpose(regions[i].mem);
         if (status != UCS_OK) {
             die("fiatomic_mem_unexpose: %s", ucs_status_string(status));
@@ -719,12 +759,13 @@ int run_initiator()
 int main(int argc, char **argv)
 {
     if ((argc == 5) && !strcmp(argv[1], "target")) {
-        return run_target(!strcmp(argv[2], "alloc"), strtoull(argv[3], NULL, 0),
+        return run_target(!strcmp(argv[2], "alloc"), !strcmp(argv[2], "safe"),
+                          strtoull(argv[3], NULL, 0),
                           strtoull(argv[4], NULL, 0));
     } else if ((argc == 2) && !strcmp(argv[1], "initiator")) {
         return run_initiator();
     }
-    fprintf(stderr, "usage: %s target <user|alloc> <len0> <len1>\n"
+    fprintf(stderr, "usage: %s target <user|alloc|safe> <len0> <len1>\n"
             "       %s initiator\n", argv[0], argv[0]);
     return 1;
 }

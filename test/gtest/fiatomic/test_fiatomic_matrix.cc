@@ -862,6 +862,11 @@ TEST_P(matrix, cell)
                                                           _strategy))), \
                              matrix_name());
 FIATOMIC_TEST_FOR_CONFIGS(MATRIX_INSTANTIATE)
+/* target-only memory: every cell through the target, nothing else */
+#define FIATOMIC_TEST_FOR_SAFE_CONFIGS(_X) \
+    _X(self, safe, auto) _X(posix, safe, auto) _X(tcp, safe, auto) \
+    _X(tcp, safe, target) _X(tcp, safe, native) _X(posix, safe, direct)
+FIATOMIC_TEST_FOR_SAFE_CONFIGS(MATRIX_INSTANTIATE)
 
 /* ------------------------------------------------------------------------ */
 /* Queries agree with the call for every (family, op, datatype), meaningful
@@ -979,6 +984,7 @@ TEST_P(query, every_combination)
                                      _tl, _mem, _strategy)), \
                              config_name());
 FIATOMIC_TEST_FOR_CONFIGS(QUERY_INSTANTIATE)
+FIATOMIC_TEST_FOR_SAFE_CONFIGS(QUERY_INSTANTIATE)
 
 /* The support matrix the tests expect has the documented size. */
 TEST(support_matrix, cell_counts)

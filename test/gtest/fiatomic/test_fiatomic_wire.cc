@@ -7,6 +7,7 @@
  * same raw client is the positive control.
  */
 #include "fiatomic_test_env.h"
+#include "fiatomic_test_raw.h"
 
 extern "C" {
 #include "fiatomic_int.h"
@@ -16,131 +17,6 @@ extern "C" {
 using namespace fiatomic_test;
 
 namespace {
-
-/* A raw client: UCP context + worker + ep to the target's worker, and a
- * handler for the replies on fiatomic's reply id. */
-class raw_client {
-public:
-    ~raw_client()
-    {
-        if (m_ep != NULL) {
-            ucp_ep_close_blocking(m_worker, m_ep, true);
-        }
-        if (m_worker != NULL) {
-            ucp_worker_destroy(m_worker);
-        }
-        if (m_context != NULL) {
-            ucp_cleanup(m_context);
-        }
-    }
-
-    bool start(const std::string &tl, const std::vector<uint8_t> &address,
-               std::string *error)
-    {
-        ucp_params_t params;
-        ucp_worker_params_t wparams;
-        ucp_am_handler_param_t hparams;
-        ucp_ep_params_t eparams;
-        ucp_config_t *config;
-
-        if (ucp_config_read(NULL, NULL, &config) != UCS_OK) {
-            *error = "ucp_config_read";
-            return false;
-        }
-        ucp_config_modify(config, "TLS", tl.c_str());
-        params.field_mask = UCP_PARAM_FIELD_FEATURES;
-        params.features   = UCP_FEATURE_AM | UCP_FEATURE_RMA;
-        ucs_status_t status = ucp_init(&params, config, &m_context);
-        ucp_config_release(config);
-        if (status != UCS_OK) {
-            *error = std::string("ucp_init: ") + ucs_status_string(status);
-            return false;
-        }
-
-        wparams.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-        wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
-        if (ucp_worker_create(m_context, &wparams, &m_worker) != UCS_OK) {
-            *error = "ucp_worker_create";
-            return false;
-        }
-
-        hparams.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
-                             UCP_AM_HANDLER_PARAM_FIELD_CB |
-                             UCP_AM_HANDLER_PARAM_FIELD_ARG;
-        hparams.id         = FIATOMIC_AM_ID_DEFAULT + 1;
-        hparams.cb         = reply_cb;
-        hparams.arg        = this;
-        if (ucp_worker_set_am_recv_handler(m_worker, &hparams) != UCS_OK) {
-            *error = "ucp_worker_set_am_recv_handler";
-            return false;
-        }
-
-        eparams.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-        eparams.address    = (const ucp_address_t*)address.data();
-        if (ucp_ep_create(m_worker, &eparams, &m_ep) != UCS_OK) {
-            *error = "ucp_ep_create";
-            return false;
-        }
-        return true;
-    }
-
-    /* Send one request (any bytes) and wait for the reply: its status. */
-    bool call(const std::vector<uint8_t> &msg, fiatomic_wire_reply_t *reply,
-              std::vector<uint8_t> *values, std::string *error)
-    {
-        ucp_request_param_t param;
-        ucs_status_ptr_t sptr;
-        double deadline = now_sec() + 20.0;
-
-        m_replies        = 0;
-        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-        param.flags        = UCP_AM_SEND_FLAG_REPLY;
-        sptr = ucp_am_send_nbx(m_ep, FIATOMIC_AM_ID_DEFAULT, NULL, 0,
-                               msg.data(), msg.size(), &param);
-        if (UCS_PTR_IS_ERR(sptr)) {
-            *error = ucs_status_string(UCS_PTR_STATUS(sptr));
-            return false;
-        }
-        while ((UCS_PTR_IS_PTR(sptr) &&
-                (ucp_request_check_status(sptr) == UCS_INPROGRESS)) ||
-               (m_replies == 0)) {
-            ucp_worker_progress(m_worker);
-            if (now_sec() > deadline) {
-                *error = "no reply within 20 s";
-                return false;
-            }
-        }
-        if (UCS_PTR_IS_PTR(sptr)) {
-            ucp_request_free(sptr);
-        }
-        if ((m_replies != 1) || (m_last.size() < sizeof(*reply))) {
-            *error = "not exactly one well-formed reply";
-            return false;
-        }
-        memcpy(reply, m_last.data(), sizeof(*reply));
-        values->assign(m_last.begin() + sizeof(*reply), m_last.end());
-        return true;
-    }
-
-private:
-    static ucs_status_t reply_cb(void *arg, const void *header,
-                                 size_t header_length, void *data,
-                                 size_t length,
-                                 const ucp_am_recv_param_t *param)
-    {
-        raw_client *self = (raw_client*)arg;
-
-        self->m_last.assign((uint8_t*)data, (uint8_t*)data + length);
-        ++self->m_replies;
-        return UCS_OK;
-    }
-
-    ucp_context_h        m_context = NULL;
-    ucp_worker_h         m_worker  = NULL;
-    ucp_ep_h             m_ep      = NULL;
-    unsigned             m_replies = 0;
-    std::vector<uint8_t> m_last;
-};
 
 class wire : public ::testing::TestWithParam<config> {
 protected:
@@ -375,5 +251,6 @@ WIRE_INSTANTIATE(tcp, user, auto)
 WIRE_INSTANTIATE(tcp, alloc, auto)
 WIRE_INSTANTIATE(posix, user, auto)
 WIRE_INSTANTIATE(sysv, alloc, auto)
+WIRE_INSTANTIATE(tcp, safe, auto)
 
 } // namespace

@@ -1,0 +1,513 @@
+/**
+ * Target-side execution, receiving and replying: the active message handler
+ * and the bounds that keep a peer from growing this process.
+ *
+ * A peer is the reply endpoint UCP gives with its requests. Each peer has at
+ * most FIATOMIC_TARGET_REPLIES_MAX replies that UCP is still sending (a peer
+ * that does not read its replies fills them). Its requests beyond that wait
+ * for a reply slot, held: UCP's own data where UCP lets us keep it
+ * (UCP_AM_RECV_ATTR_FLAG_DATA, returning UCS_INPROGRESS and releasing it
+ * later), else a copy; up to FIATOMIC_TARGET_HELD_MAX bytes per peer. Past
+ * that, its requests are dropped: only a peer that keeps sending without
+ * reading gets there (the library's initiators keep fewer requests in
+ * flight), and it sees its own operation timeout. Other peers keep their
+ * own slots, so a flood from one delays, and never stops, the others.
+ *
+ * Replies are sized to their content; small reply buffers are cached (at
+ * most FIATOMIC_REPLY_CACHE_MAX), larger ones freed once sent.
+ */
+#include "fiatomic_int.h"
+#include "fiatomic_wire.h"
+
+#include <ucs/datastruct/khash.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Small reply buffers kept for reuse. */
+#define FIATOMIC_REPLY_CACHE_MAX 256
+
+/* Largest valid request: header, operands and compare values. */
+#define FIATOMIC_REQUEST_MAX \
+    (sizeof(fiatomic_wire_req_t) + 2 * FIATOMIC_WIRE_MAX_PAYLOAD)
+
+/* Reply buffers of at most this many bytes are cached: the reply of any
+ * single-element request. */
+#define FIATOMIC_REPLY_SMALL \
+    (sizeof(fiatomic_wire_reply_t) + FIATOMIC_MAX_ELEM_SIZE)
+
+typedef struct fiatomic_peer fiatomic_peer_t;
+
+typedef struct fiatomic_reply_buf {
+    ucs_list_link_t list;     /* in the cache */
+    fiatomic_h      fia;
+    fiatomic_peer_t *peer;
+    size_t          capacity;
+    uint8_t         data[];
+} fiatomic_reply_buf_t;
+
+/* A request waiting for a reply slot of its peer. */
+typedef struct fiatomic_held {
+    ucs_list_link_t list;
+    void            *desc;    /* UCP's data to release, or NULL (copied) */
+    size_t          length;
+    size_t          cost;     /* counted in the peer's held bytes */
+    const uint8_t   *data;
+    uint8_t         copy[];
+} fiatomic_held_t;
+
+struct fiatomic_peer {
+    fiatomic_h      fia;
+    ucp_ep_h        ep;
+    unsigned        replies;     /* replies UCP is still sending */
+    unsigned        receiving;   /* rendezvous requests being received */
+    size_t          held_bytes;  /* held and receiving requests */
+    ucs_list_link_t held;
+    bool            failed;      /* a reply failed: no more sends on ep */
+};
+
+KHASH_MAP_INIT_INT64(fiatomic_peers, fiatomic_peer_t*)
+
+static fiatomic_peer_t *fiatomic_peer_get(fiatomic_h fia, ucp_ep_h ep)
+{
+    khash_t(fiatomic_peers) *peers = fia->peers;
+    fiatomic_peer_t *peer;
+    khiter_t iter;
+    int ret;
+
+    iter = kh_get(fiatomic_peers, peers, (uintptr_t)ep);
+    if (iter != kh_end(peers)) {
+        return kh_val(peers, iter);
+    }
+
+    peer = calloc(1, sizeof(*peer));
+    if (peer == NULL) {
+        return NULL;
+    }
+
+    iter = kh_put(fiatomic_peers, peers, (uintptr_t)ep, &ret);
+    if (ret < 0) {
+        free(peer);
+        return NULL;
+    }
+
+    peer->fia = fia;
+    peer->ep  = ep;
+    ucs_list_head_init(&peer->held);
+    kh_val(peers, iter) = peer;
+    return peer;
+}
+
+/* A peer is kept only while UCP holds something of it: then its endpoint is
+ * alive (a failed one completes our sends before it goes). */
+static void fiatomic_peer_put(fiatomic_peer_t *peer)
+{
+    khash_t(fiatomic_peers) *peers = peer->fia->peers;
+    khiter_t iter;
+
+    if ((peer->replies > 0) || (peer->receiving > 0) ||
+        !ucs_list_is_empty(&peer->held)) {
+        return;
+    }
+
+    iter = kh_get(fiatomic_peers, peers, (uintptr_t)peer->ep);
+    if (iter != kh_end(peers)) {
+        kh_del(fiatomic_peers, peers, iter);
+    }
+    free(peer);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reply buffers                                                             */
+
+static fiatomic_reply_buf_t *fiatomic_reply_buf_get(fiatomic_h fia,
+                                                    size_t length)
+{
+    fiatomic_reply_buf_t *buf;
+
+    if ((length <= FIATOMIC_REPLY_SMALL) &&
+        !ucs_list_is_empty(&fia->free_replies)) {
+        --fia->num_free_replies;
+        return ucs_list_extract_head(&fia->free_replies, fiatomic_reply_buf_t,
+                                     list);
+    }
+
+    if (length < FIATOMIC_REPLY_SMALL) {
+        length = FIATOMIC_REPLY_SMALL; /* cacheable */
+    }
+    buf = malloc(sizeof(*buf) + length);
+    if (buf != NULL) {
+        buf->fia      = fia;
+        buf->capacity = length;
+    }
+    return buf;
+}
+
+static void fiatomic_reply_buf_put(fiatomic_reply_buf_t *buf)
+{
+    fiatomic_h fia = buf->fia;
+
+    if (fia->destroyed || (buf->capacity != FIATOMIC_REPLY_SMALL) ||
+        (fia->num_free_replies >= FIATOMIC_REPLY_CACHE_MAX)) {
+        free(buf);
+    } else {
+        ucs_list_add_head(&fia->free_replies, &buf->list);
+        ++fia->num_free_replies;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Serving                                                                   */
+
+static void fiatomic_peer_drop_held(fiatomic_peer_t *peer)
+{
+    fiatomic_held_t *held;
+
+    while (!ucs_list_is_empty(&peer->held)) {
+        held = ucs_list_extract_head(&peer->held, fiatomic_held_t, list);
+        if (held->desc != NULL) {
+            ucp_am_data_release(peer->fia->worker, held->desc);
+        }
+        peer->held_bytes -= held->cost;
+        free(held);
+    }
+}
+
+static void fiatomic_peer_serve_held(fiatomic_peer_t *peer);
+
+static void fiatomic_reply_sent_cb(void *request, ucs_status_t status,
+                                   void *user_data)
+{
+    fiatomic_reply_buf_t *buf = user_data;
+    fiatomic_peer_t *peer     = buf->peer;
+    fiatomic_h fia            = buf->fia;
+
+    ucp_request_free(request);
+    fiatomic_reply_buf_put(buf);
+    --fia->replies_inflight;
+    --peer->replies;
+    if (status != UCS_OK) {
+        /* The initiator learns of it through its own endpoint; nothing more
+         * goes to this one. */
+        peer->failed = true;
+        fiatomic_peer_drop_held(peer);
+    } else {
+        fiatomic_peer_serve_held(peer);
+    }
+    fiatomic_peer_put(peer);
+    fiatomic_context_release(fia); /* after fiatomic_destroy: the last one */
+}
+
+/* Execute one request and send its reply. */
+static void fiatomic_peer_serve(fiatomic_peer_t *peer, const void *msg,
+                                size_t length)
+{
+    fiatomic_h fia = peer->fia;
+    uint8_t reply[FIATOMIC_WIRE_REPLY_MAX];
+    ucp_request_param_t param;
+    fiatomic_reply_buf_t *buf;
+    ucs_status_ptr_t sptr;
+    size_t reply_len;
+
+    reply_len = fiatomic_target_execute(fia, msg, length, reply);
+    buf       = fiatomic_reply_buf_get(fia, reply_len);
+    if (buf == NULL) {
+        ucs_error("fiatomic: no memory for a target-side reply");
+        return;
+    }
+
+    memcpy(buf->data, reply, reply_len);
+    buf->peer          = peer;
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                         UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send      = fiatomic_reply_sent_cb;
+    param.user_data    = buf;
+    sptr = ucp_am_send_nbx(peer->ep, fia->am_id + 1, NULL, 0, buf->data,
+                           reply_len, &param);
+    if (UCS_PTR_IS_PTR(sptr)) {
+        ++peer->replies;
+        ++fia->replies_inflight;
+    } else {
+        fiatomic_reply_buf_put(buf);
+    }
+}
+
+static void fiatomic_peer_serve_held(fiatomic_peer_t *peer)
+{
+    fiatomic_held_t *held;
+
+    while (!peer->failed && !peer->fia->destroyed &&
+           (peer->replies < FIATOMIC_TARGET_REPLIES_MAX) &&
+           !ucs_list_is_empty(&peer->held)) {
+        held = ucs_list_extract_head(&peer->held, fiatomic_held_t, list);
+        peer->held_bytes -= held->cost;
+        fiatomic_peer_serve(peer, held->data, held->length);
+        if (held->desc != NULL) {
+            ucp_am_data_release(peer->fia->worker, held->desc);
+        }
+        free(held);
+    }
+}
+
+/* A request of the peer: served now if it has a free reply slot and nothing
+ * waits before it, else held (UCS_INPROGRESS: UCP's data is kept), or
+ * dropped past the peer's bound. `desc` is non-NULL when UCP lets us keep
+ * the data. */
+static ucs_status_t fiatomic_peer_request(fiatomic_peer_t *peer,
+                                          const void *msg, size_t length,
+                                          void *desc)
+{
+    fiatomic_held_t *held;
+    size_t cost;
+
+    if (peer->failed) {
+        return UCS_OK;
+    }
+
+    if ((peer->replies < FIATOMIC_TARGET_REPLIES_MAX) &&
+        ucs_list_is_empty(&peer->held)) {
+        fiatomic_peer_serve(peer, msg, length);
+        return UCS_OK;
+    }
+
+    cost = sizeof(*held) + length; /* UCP's or ours: memory either way */
+    if ((length > FIATOMIC_REQUEST_MAX) ||
+        (peer->held_bytes + cost > FIATOMIC_TARGET_HELD_MAX)) {
+        ++peer->fia->requests_dropped;
+        ucs_debug("fiatomic: peer ep %p does not read its replies: request "
+                  "dropped (%u replies pending, %zu bytes held)", peer->ep,
+                  peer->replies, peer->held_bytes);
+        return UCS_OK;
+    }
+
+    held = malloc(sizeof(*held) + ((desc == NULL) ? length : 0));
+    if (held == NULL) {
+        ++peer->fia->requests_dropped;
+        return UCS_OK;
+    }
+
+    held->desc   = desc;
+    held->length = length;
+    held->cost   = cost;
+    if (desc == NULL) {
+        if (length > 0) {
+            memcpy(held->copy, msg, length);
+        }
+        held->data = held->copy;
+    } else {
+        held->data = msg;
+    }
+    peer->held_bytes += cost;
+    ucs_list_add_tail(&peer->held, &held->list);
+    return (desc != NULL) ? UCS_INPROGRESS : UCS_OK;
+}
+
+/* A request that came by rendezvous (larger than our initiators send, so
+ * from someone else): received into a buffer, counted in the peer's held
+ * bytes meanwhile, then handled like any other. */
+typedef struct fiatomic_rndv_recv {
+    fiatomic_peer_t *peer;
+    size_t          length;
+    uint8_t         data[];
+} fiatomic_rndv_recv_t;
+
+static void fiatomic_rndv_recv_done(fiatomic_rndv_recv_t *rndv,
+                                    size_t length)
+{
+    fiatomic_peer_t *peer = rndv->peer;
+    fiatomic_h fia        = peer->fia;
+
+    --fia->replies_inflight;
+    --peer->receiving;
+    peer->held_bytes -= rndv->length;
+    if (!peer->fia->destroyed) {
+        /* Handling it answers even a failed receive: the decoder sees a
+         * short message and replies with an error. */
+        fiatomic_peer_request(peer, rndv->data, length, NULL);
+    }
+    free(rndv);
+    fiatomic_peer_put(peer);
+    fiatomic_context_release(fia); /* after fiatomic_destroy: the last one */
+}
+
+static void fiatomic_rndv_recv_cb(void *request, ucs_status_t status,
+                                  size_t length, void *user_data)
+{
+    ucp_request_free(request);
+    fiatomic_rndv_recv_done(user_data, (status == UCS_OK) ? length : 0);
+}
+
+static void fiatomic_target_recv_rndv(fiatomic_peer_t *peer, void *desc,
+                                      size_t length)
+{
+    fiatomic_h fia = peer->fia;
+    ucp_request_param_t param;
+    fiatomic_rndv_recv_t *rndv;
+    ucs_status_ptr_t sptr;
+    size_t received;
+
+    if ((length > FIATOMIC_REQUEST_MAX) ||
+        (peer->held_bytes + length > FIATOMIC_TARGET_HELD_MAX)) {
+        rndv = NULL; /* no valid request is that long */
+    } else {
+        rndv = malloc(sizeof(*rndv) + length);
+    }
+    if (rndv == NULL) {
+        ucp_am_data_release(fia->worker, desc);
+        fiatomic_peer_request(peer, NULL, 0, NULL); /* refused */
+        return;
+    }
+
+    rndv->peer             = peer;
+    rndv->length           = length;
+    peer->held_bytes      += length;
+    ++peer->receiving;
+    ++fia->replies_inflight; /* keeps the context until it completes */
+    param.op_attr_mask     = UCP_OP_ATTR_FIELD_CALLBACK |
+                             UCP_OP_ATTR_FIELD_USER_DATA |
+                             UCP_OP_ATTR_FIELD_RECV_INFO;
+    param.cb.recv_am       = fiatomic_rndv_recv_cb;
+    param.user_data        = rndv;
+    param.recv_info.length = &received;
+    sptr = ucp_am_recv_data_nbx(fia->worker, desc, rndv->data, length,
+                                &param);
+    if (!UCS_PTR_IS_PTR(sptr)) {
+        fiatomic_rndv_recv_done(rndv, UCS_PTR_IS_ERR(sptr) ? 0 : length);
+    }
+}
+
+static ucs_status_t fiatomic_target_request_handler(
+        void *arg, const void *header, size_t header_length, void *data,
+        size_t length, const ucp_am_recv_param_t *param)
+{
+    fiatomic_h fia = arg;
+    fiatomic_peer_t *peer;
+    ucs_status_t status;
+
+    if (!(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
+        /* Nobody could learn the outcome: never execute blindly. */
+        ucs_debug("fiatomic: dropping a target-side request without reply ep");
+        if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
+            ucp_am_data_release(fia->worker, data);
+        }
+        return UCS_OK;
+    }
+
+    peer = fiatomic_peer_get(fia, param->reply_ep);
+    if (peer == NULL) {
+        ++fia->requests_dropped;
+        if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
+            ucp_am_data_release(fia->worker, data);
+        }
+        return UCS_OK;
+    }
+
+    if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
+        fiatomic_target_recv_rndv(peer, data, length);
+        status = UCS_OK;
+    } else {
+        status = fiatomic_peer_request(peer, data, length,
+                                       (param->recv_attr &
+                                        UCP_AM_RECV_ATTR_FLAG_DATA) ?
+                                       data : NULL);
+    }
+    fiatomic_peer_put(peer);
+    return status;
+}
+
+static ucs_status_t fiatomic_target_set_handler(fiatomic_h fia, unsigned id,
+                                                ucp_am_recv_callback_t cb)
+{
+    ucp_am_handler_param_t param;
+
+    param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
+                       UCP_AM_HANDLER_PARAM_FIELD_CB |
+                       UCP_AM_HANDLER_PARAM_FIELD_ARG |
+                       UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+    param.id         = id;
+    param.cb         = cb;
+    param.arg        = fia;
+    param.flags      = UCP_AM_FLAG_WHOLE_MSG;
+    return ucp_worker_set_am_recv_handler(fia->worker, &param);
+}
+
+/* Whether the UCP context has UCP_FEATURE_AM: UCP gives no AM header room
+ * without it (asking UCP to set a handler then logs an error). */
+static bool fiatomic_target_am_available(fiatomic_h fia)
+{
+    ucp_worker_attr_t attr;
+
+    attr.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
+    return (ucp_worker_query(fia->worker, &attr) == UCS_OK) &&
+           (attr.max_am_header > 0);
+}
+
+ucs_status_t fiatomic_target_init(fiatomic_h fia)
+{
+    fia->peers = kh_init(fiatomic_peers);
+    if (fia->peers == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    /* Without UCP_FEATURE_AM target-side execution is simply not offered
+     * (keys say so, the selector never chooses it), everything else
+     * works. */
+    if (!fiatomic_target_am_available(fia) ||
+        (fiatomic_target_set_handler(fia, fia->am_id,
+                                     fiatomic_target_request_handler) !=
+         UCS_OK) ||
+        (fiatomic_target_set_handler(fia, fia->am_id + 1,
+                                     fiatomic_target_reply_handler) !=
+         UCS_OK)) {
+        fia->am_enabled = false;
+        return UCS_OK;
+    }
+
+    fia->am_enabled = true;
+    return UCS_OK;
+}
+
+/* fiatomic_destroy(): no more requests; held ones are dropped, replies UCP
+ * still sends keep their peers (and the context) until they complete. */
+void fiatomic_target_cleanup(fiatomic_h fia)
+{
+    khash_t(fiatomic_peers) *peers = fia->peers;
+    fiatomic_reply_buf_t *buf;
+    khiter_t iter;
+
+    if (fia->am_enabled) {
+        fiatomic_target_set_handler(fia, fia->am_id, NULL);
+        fiatomic_target_set_handler(fia, fia->am_id + 1, NULL);
+        fia->am_enabled = false;
+    }
+
+    for (iter = kh_begin(peers); iter != kh_end(peers); ++iter) {
+        if (kh_exist(peers, iter)) {
+            fiatomic_peer_drop_held(kh_val(peers, iter));
+        }
+    }
+
+    while (!ucs_list_is_empty(&fia->free_replies)) {
+        buf = ucs_list_extract_head(&fia->free_replies, fiatomic_reply_buf_t,
+                                    list);
+        free(buf);
+    }
+    fia->num_free_replies = 0;
+    free(fia->regions);
+    fia->regions     = NULL;
+    fia->num_regions = 0;
+}
+
+/* The context is freed: nothing of it is in UCP's hands any more, so no
+ * peer is left. */
+void fiatomic_target_free(fiatomic_h fia)
+{
+    khash_t(fiatomic_peers) *peers = fia->peers;
+
+    if (peers == NULL) {
+        return;
+    }
+    fiatomic_assert(kh_size(peers) == 0);
+    kh_destroy(fiatomic_peers, peers);
+    fia->peers = NULL;
+}
