@@ -5,12 +5,13 @@
  * flight at once); the target executes them with CPU atomics and replies
  * with the status and the initial values.
  *
- * A reply can only be lost if the target dies. UCP fails its own operations
- * on a failed endpoint but knows nothing of a reply we wait for, so once a
- * reply is overdue (FIATOMIC_PROBE_DELAY after its send), one small RMA read
- * of the target ("probe") is kept in flight while replies are awaited: UCP
- * completes it with an error when the endpoint fails, and that error
- * completes every awaited message. Probing only overdue messages keeps the
+ * A reply is lost if the target dies, stops, or does not serve the request
+ * (no handler, dropped): the operation timeout ends every wait. A dead
+ * target is found sooner: UCP fails its own operations on a failed endpoint
+ * but knows nothing of a reply we wait for, so once a reply is overdue
+ * (FIATOMIC_PROBE_DELAY after its send), an endpoint flush ("probe") is
+ * posted while replies are awaited: UCP fails it when the endpoint failed,
+ * and that error completes every awaited message. Probing only overdue messages keeps the
  * probe off the normal path (a probe per round trip cost a third of the
  * latency over tcp). The overdue check runs when the library is called
  * (posting, fiatomic_request_check_status, flush) and on every reply.
@@ -259,7 +260,6 @@ static void fiatomic_target_probe_cb(void *request, ucs_status_t status,
 static void fiatomic_target_probe(fiatomic_ep_h ep)
 {
     ucp_request_param_t param;
-    fiatomic_am_msg_t *msg;
     ucs_status_ptr_t sptr;
 
     if (ep->probe_inflight || ep->destroyed ||
@@ -267,20 +267,15 @@ static void fiatomic_target_probe(fiatomic_ep_h ep)
         return;
     }
 
-    msg                = ucs_list_head(&ep->am_pending, fiatomic_am_msg_t,
-                                       list);
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                          UCP_OP_ATTR_FIELD_USER_DATA;
     param.cb.send      = fiatomic_target_probe_cb;
     param.user_data    = ep;
-    if (msg->key->rkey != NULL) {
-        sptr = ucp_get_nbx(ep->ucp_ep, &ep->probe_buf, 1, msg->key->address,
-                           msg->key->rkey, &param);
-    } else {
-        /* target-only key, nothing to read: a flush fails on a failed
-         * endpoint too */
-        sptr = ucp_ep_flush_nbx(ep->ucp_ep, &param);
-    }
+    /* A flush, never a read of the target's memory: the key's memory may
+     * have been unexposed and freed (the very reason a reply may not come),
+     * and UCX's software RMA reads whatever address it is given. A flush
+     * fails once UCP has found the endpoint failed. */
+    sptr = ucp_ep_flush_nbx(ep->ucp_ep, &param);
     if (UCS_PTR_IS_PTR(sptr)) {
         ep->probe_inflight = true;
         fiatomic_ep_inflight_add(ep);

@@ -661,7 +661,7 @@ TEST_F(hostile_peers, unanswered_requests_time_out)
     {
         /* the target's UCP warns of every request without a handler:
          * expected here, kept out of the log */
-        scoped_env env({{"UCX_LOG_LEVEL", "error"}});
+        scoped_env env(kv_list{{"UCX_LOG_LEVEL", "error"}});
         ASSERT_NO_FATAL_FAILURE(connect(TEST_OP_TIMEOUT,
                                         FIATOMIC_AM_ID_DEFAULT + 4));
     }
@@ -688,7 +688,7 @@ TEST_F(hostile_peers, target_context_destroyed)
 
     {
         /* the target's UCP warns of every request without a handler */
-        scoped_env env({{"UCX_LOG_LEVEL", "error"}});
+        scoped_env env(kv_list{{"UCX_LOG_LEVEL", "error"}});
         ASSERT_NO_FATAL_FAILURE(connect(TEST_OP_TIMEOUT));
     }
     ASSERT_EQ(UCS_OK, fetch_add(0, 30.0, &elapsed));
