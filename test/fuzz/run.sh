@@ -11,16 +11,13 @@ mkdir -p "$out/corpus"
 
 command -v clang >/dev/null || { echo "fuzz: clang not installed (contrib/install-deps.sh installs it)" >&2; exit 1; }
 
-# The decoder and the code it calls, compiled straight from the sources.
-srcs=(fiatomic_target.c fiatomic_cpu.c fiatomic_combine.c fiatomic_matrix.c
-      fiatomic_exec_target.c fiatomic_exec_native.c fiatomic_exec_cas.c
-      fiatomic_exec_direct.c fiatomic_ep.c fiatomic_request.c
-      fiatomic_context.c fiatomic_mem.c fiatomic_query.c fiatomic_status.c
-      fiatomic_post.c fiatomic_random.c fiatomic_target_am.c)
+# The decoder and the library around it, compiled straight from the sources
+# (all of them: a file added to the library cannot be forgotten here).
+srcs=("$top"/src/fiatomic/*.c)
 clang -g -O1 -mcx16 -fsanitize=fuzzer,address,undefined \
       -fno-sanitize-recover=undefined \
       $(pkg-config --cflags ucx) -I"$top/src/fiatomic" \
-      "$here/fuzz_target_request.c" "${srcs[@]/#/$top/src/fiatomic/}" \
+      "$here/fuzz_target_request.c" "${srcs[@]}" \
       $(pkg-config --libs ucx) -o "$out/fuzz_target_request"
 
 echo "fuzz: running the request decoder for ${seconds}s (artifacts in $out)"
