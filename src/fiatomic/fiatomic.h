@@ -167,7 +167,9 @@ enum fiatomic_mem_flags {
      *  Every cell executes through the exposing context's validated
      *  target-side execution (one round trip, needs target progress and
      *  UCP_FEATURE_AM; else UCS_ERR_UNSUPPORTED). With ALLOCATE, the library
-     *  allocates it (zeroed). See README, "Security". */
+     *  allocates it (zeroed). With FIATOMIC_STRATEGY forcing another
+     *  strategy, no cell is supported on its keys. See README,
+     *  "Security". */
     FIATOMIC_MEM_FLAG_TARGET_ONLY = UCS_BIT(1)
 };
 

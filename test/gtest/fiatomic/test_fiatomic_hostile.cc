@@ -575,10 +575,12 @@ protected:
 
     /* A fresh target and an initiator with operation timeout `timeout`
      * (0: the default) and extra fiatomic params. */
-    void connect(double timeout, unsigned am_id = FIATOMIC_AM_ID_DEFAULT)
+    void connect(double timeout, unsigned am_id = FIATOMIC_AM_ID_DEFAULT,
+                 const std::string &tl = "tcp")
     {
         std::string skip, error;
         fiatomic_params_t params;
+        config cfg = FIATOMIC_TEST_CONFIG(tcp, user, target);
 
         memset(&params, 0, sizeof(params));
         if (timeout > 0) {
@@ -587,8 +589,8 @@ protected:
         }
         params.field_mask |= FIATOMIC_PARAM_FIELD_AM_ID;
         params.am_id       = am_id;
-        m_conn = connection::create(FIATOMIC_TEST_CONFIG(tcp, user, target),
-                                    {}, &params, &skip, &error);
+        cfg.tl = tl;
+        m_conn = connection::create(cfg, {}, &params, &skip, &error);
         ASSERT_TRUE(m_conn != NULL) << skip << error;
     }
 
@@ -706,8 +708,23 @@ TEST_F(hostile_peers, target_context_destroyed)
 /* A raw peer floods the target with requests whose replies are as large as
  * they get (512 x u64 read) and never reads a reply, while this process's
  * initiator goes on working: the target's memory stays within its bound
- * and the initiator's longest stall is reported. */
-TEST_F(hostile_peers, flood_without_reading_replies)
+ * and the initiator's longest stall is reported. Over tcp the target holds
+ * copies of the requests it cannot answer yet, over posix UCP's own
+ * buffers (UCS_INPROGRESS). */
+class hostile_flood : public hostile_peers,
+                      public ::testing::WithParamInterface<std::string> {
+protected:
+    void SetUp() override
+    {
+        std::string missing = transport_missing(GetParam());
+
+        if (!missing.empty()) {
+            GTEST_SKIP() << missing;
+        }
+    }
+};
+
+TEST_P(hostile_flood, without_reading_replies)
 {
     const double FLOOD_SEC      = 4.0;
     const size_t MEMORY_BOUND   = 8 * 1024 * 1024;
@@ -720,9 +737,10 @@ TEST_F(hostile_peers, flood_without_reading_replies)
     fiatomic_key_hdr_t hdr;
     std::string error;
 
-    ASSERT_NO_FATAL_FAILURE(connect(10.0));
+    ASSERT_NO_FATAL_FAILURE(connect(10.0, FIATOMIC_AM_ID_DEFAULT,
+                                    GetParam()));
     memcpy(&hdr, m_conn->tgt().info().key[0].data(), sizeof(hdr));
-    ASSERT_TRUE(client.start("tcp", m_conn->tgt().info().worker_address,
+    ASSERT_TRUE(client.start(GetParam(), m_conn->tgt().info().worker_address,
                              &error)) << error;
 
     memset(&req, 0, sizeof(req));
@@ -769,7 +787,7 @@ TEST_F(hostile_peers, flood_without_reading_replies)
     process_memory(target_pid(), &rss, &hwm);
     peak = std::max(peak, std::max(rss, hwm));
 
-    std::cout << "[ INFO     ] flood: " << posted << " requests posted ("
+    std::cout << "[ INFO     ] flood over " << GetParam() << ": " << posted << " requests posted ("
               << queued << " times our socket was full), "
               << client.replies() << " replies read; target RSS "
               << rss0 / 1024 << " kB -> peak " << peak / 1024
@@ -778,13 +796,18 @@ TEST_F(hostile_peers, flood_without_reading_replies)
               << "longest " << stall * 1e3 << " ms" << std::endl;
     EXPECT_LT(peak - std::min(peak, std::max(rss0, hwm0)), MEMORY_BOUND)
             << "the target grew under the flood";
-    EXPECT_LT(stall, 2.0) << "the well-behaved initiator stalled";
+    /* generous: the machine may be shared (17-360 ms measured quiet) */
+    EXPECT_LT(stall, 5.0) << "the well-behaved initiator stalled";
 
     uint64_t counter;
     ASSERT_TRUE(m_conn->tgt().read(0, 0, &counter, sizeof(counter), &error))
             << error;
     EXPECT_EQ(ops + 1, counter) << "an update of the initiator was lost";
 }
+
+INSTANTIATE_TEST_SUITE_P(tl, hostile_flood,
+                         ::testing::Values(std::string("tcp"),
+                                           std::string("posix")));
 
 /* An initiator process that stops (SIGSTOP) in the middle of its work, then
  * is killed: the target keeps serving this process's initiator. */

@@ -862,10 +862,12 @@ TEST_P(matrix, cell)
                                                           _strategy))), \
                              matrix_name());
 FIATOMIC_TEST_FOR_CONFIGS(MATRIX_INSTANTIATE)
-/* target-only memory: every cell through the target, nothing else */
+/* target-only memory: every cell through the target, nothing else (forced
+ * direct: nothing; forced native or cas cannot be told from the context
+ * query, which does not know the keys) */
 #define FIATOMIC_TEST_FOR_SAFE_CONFIGS(_X) \
     _X(self, safe, auto) _X(posix, safe, auto) _X(tcp, safe, auto) \
-    _X(tcp, safe, target) _X(tcp, safe, native) _X(posix, safe, direct)
+    _X(tcp, safe, target) _X(posix, safe, direct)
 FIATOMIC_TEST_FOR_SAFE_CONFIGS(MATRIX_INSTANTIATE)
 
 /* ------------------------------------------------------------------------ */
