@@ -85,7 +85,12 @@ typedef struct uct_atomicx_op {
     uint8_t                 shift;         /* 32-bit operand position */
     uint8_t                 native;        /* One device op, no CAS loop */
     uint8_t                 in_use;
+    uint8_t                 held;          /* Accepted, not posted yet */
+    uint8_t                 fenced;        /* Issued after a fence */
     uint32_t                next_free;
+    ucs_queue_elem_t        hold_elem;     /* In ep->hold_q while held */
+    ucs_list_link_t         loop_elem;     /* In ep->loop_list while a
+                                              posted CAS loop */
 } uct_atomicx_op_t;
 
 
@@ -104,6 +109,7 @@ typedef struct uct_atomicx_iface {
     unsigned                num_free;
     ucs_list_link_t         ep_list;       /* All endpoints */
     unsigned                num_pending;   /* Requests in pending queues */
+    unsigned                num_held;      /* Ops in hold queues */
     struct {
         unsigned            tx_queue_len;
         unsigned            max_ops;
@@ -136,9 +142,13 @@ typedef struct uct_atomicx_ep {
     struct ibv_qp           *qp;
     ucs_list_link_t         list;          /* In iface->ep_list */
     unsigned                sq_avail;      /* Free send WRs */
-    unsigned                outstanding;   /* Ops in flight (any kind) */
+    unsigned                outstanding;   /* Ops accepted, not completed */
     unsigned                emulated;      /* ... of which CAS loops */
-    int                     fence;         /* Later ops wait for the loops */
+    unsigned                held;          /* ... of which not posted yet */
+    unsigned                loops_posted;  /* CAS loops posted (on the wire) */
+    int                     fence_next;    /* The next op is fenced */
+    ucs_queue_head_t        hold_q;        /* Accepted ops waiting, FIFO */
+    ucs_list_link_t         loop_list;     /* Posted CAS loops */
     int                     connected;
     int                     dispatching;   /* In pending dispatch */
     ucs_status_t            status;        /* Error once the QP failed */

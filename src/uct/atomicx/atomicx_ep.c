@@ -8,6 +8,15 @@
  * and a failed CAS returns the actual word, from which the next attempt is
  * computed. A CAS that fails is also an atomic read, so an op whose result
  * would not change the word completes without another round trip.
+ *
+ * An accepted op waits in the endpoint's hold queue (FIFO, in issue order)
+ * while it cannot go: the send queue is full, an earlier CAS loop of the
+ * endpoint on the same word is still on the wire (a loop posted now would
+ * guess the same value and lose, one success per round trip with many in
+ * flight; after the earlier loop the endpoint knows the word), or it was
+ * issued after a fence and CAS loops from before the fence are not done. So
+ * a fence never makes an op fail with UCS_ERR_NO_RESOURCE, as with UCX's RC
+ * transports; only a full hold queue or no free descriptor does.
  */
 
 #include "atomicx.h"
@@ -52,7 +61,7 @@ uct_atomicx_ep_has_resources(uct_atomicx_ep_t *ep, int dispatching)
 {
     uct_atomicx_iface_t *iface = uct_atomicx_ep_iface(ep);
 
-    return ep->connected && !ep->fence && (ep->sq_avail > 0) &&
+    return ep->connected && (ep->held < iface->config.tx_queue_len) &&
            (iface->num_free > 0) &&
            (dispatching || ucs_queue_is_empty(&ep->pending_q));
 }
@@ -105,8 +114,12 @@ static void uct_atomicx_op_complete(uct_atomicx_iface_t *iface,
                    ucs_status_string(status), word);
 
     --ep->outstanding;
-    if (!op->native && (--ep->emulated == 0)) {
-        ep->fence = 0;
+    if (!op->native) {
+        --ep->emulated;
+        if (!op->held) {
+            ucs_list_del(&op->loop_elem);
+            --ep->loops_posted;
+        }
     }
     uct_atomicx_op_release(iface, op);
     __atomic_fetch_add(&uct_atomicx_num_completed, 1, __ATOMIC_RELAXED);
@@ -143,6 +156,67 @@ static ucs_status_t uct_atomicx_op_post(uct_atomicx_iface_t *iface,
 }
 
 
+/* Whether a held op may be posted now (see the top of the file) */
+static int uct_atomicx_op_can_go(uct_atomicx_ep_t *ep, uct_atomicx_op_t *op)
+{
+    uct_atomicx_op_t *loop;
+
+    if (ep->sq_avail == 0) {
+        return 0;
+    }
+
+    if (op->fenced && (ep->loops_posted > 0)) {
+        /* Every op issued before the fence is posted (the hold queue is in
+         * issue order): only CAS loops can still be overtaken */
+        return 0;
+    }
+
+    if (!op->native) {
+        ucs_list_for_each(loop, &ep->loop_list, loop_elem) {
+            if (loop->word_addr == op->word_addr) {
+                return 0;
+            }
+        }
+    }
+
+    return 1;
+}
+
+
+/* Post the first attempt of an op; a CAS loop guesses the word now, from
+ * what the endpoint saw last */
+static ucs_status_t uct_atomicx_op_start(uct_atomicx_iface_t *iface,
+                                         uct_atomicx_op_t *op)
+{
+    uct_atomicx_ep_t *ep = op->ep;
+    ucs_status_t status;
+    uint64_t guess;
+
+    if (op->native) {
+        op->expected = op->compare;
+        op->desired  = op->value;
+    } else {
+        guess        = (ep->cache_addr == op->word_addr) ? ep->cache_value : 0;
+        op->expected = guess;
+        op->desired  = uct_atomicx_word_combine(op->opcode, op->size,
+                                                op->shift, guess, op->value,
+                                                op->compare);
+    }
+
+    status = uct_atomicx_op_post(iface, op);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    op->held = 0;
+    if (!op->native) {
+        ucs_list_add_tail(&ep->loop_list, &op->loop_elem);
+        ++ep->loops_posted;
+    }
+    return UCS_OK;
+}
+
+
 static ucs_status_t
 uct_atomicx_ep_atomic(uct_ep_h tl_ep, uct_atomic_op_t opcode, unsigned size,
                       uint64_t value, uint64_t compare, uint64_t remote_addr,
@@ -152,7 +226,6 @@ uct_atomicx_ep_atomic(uct_ep_h tl_ep, uct_atomic_op_t opcode, unsigned size,
     uct_atomicx_iface_t *iface = uct_atomicx_ep_iface(ep);
     uct_atomicx_op_t *op;
     ucs_status_t status;
-    uint64_t guess;
 
     if (ucs_unlikely(ep->status != UCS_OK)) {
         return ep->status;
@@ -187,23 +260,22 @@ uct_atomicx_ep_atomic(uct_ep_h tl_ep, uct_atomic_op_t opcode, unsigned size,
                     ((opcode == UCT_ATOMIC_OP_ADD) ||
                      (opcode == UCT_ATOMIC_OP_CSWAP));
     op->in_use    = 1;
+    op->held      = 1;
+    op->fenced    = ep->fence_next;
 
-    if (op->native) {
-        op->expected = compare;
-        op->desired  = value;
+    if ((ep->held == 0) && uct_atomicx_op_can_go(ep, op)) {
+        status = uct_atomicx_op_start(iface, op);
+        if (status != UCS_OK) {
+            uct_atomicx_op_release(iface, op);
+            return status;
+        }
     } else {
-        guess        = (ep->cache_addr == op->word_addr) ? ep->cache_value : 0;
-        op->expected = guess;
-        op->desired  = uct_atomicx_word_combine(opcode, size, op->shift,
-                                                guess, value, compare);
+        ucs_queue_push(&ep->hold_q, &op->hold_elem);
+        ++ep->held;
+        ++iface->num_held;
     }
 
-    status = uct_atomicx_op_post(iface, op);
-    if (status != UCS_OK) {
-        uct_atomicx_op_release(iface, op);
-        return status;
-    }
-
+    ep->fence_next = 0;
     ++ep->outstanding;
     if (!op->native) {
         ++ep->emulated;
@@ -299,6 +371,37 @@ static void uct_atomicx_iface_handle_wc(uct_atomicx_iface_t *iface,
 }
 
 
+/* Post the held ops that may go now, in order; once the endpoint failed,
+ * complete them with its error instead */
+static void uct_atomicx_ep_release_held(uct_atomicx_ep_t *ep)
+{
+    uct_atomicx_iface_t *iface = uct_atomicx_ep_iface(ep);
+    uct_atomicx_op_t *op;
+    ucs_status_t status;
+
+    while (!ucs_queue_is_empty(&ep->hold_q)) {
+        op = ucs_queue_head_elem_non_empty(&ep->hold_q, uct_atomicx_op_t,
+                                           hold_elem);
+        status = ep->status;
+        if ((status == UCS_OK) && !uct_atomicx_op_can_go(ep, op)) {
+            break;
+        }
+
+        ucs_queue_pull_non_empty(&ep->hold_q);
+        --ep->held;
+        --iface->num_held;
+        if (status == UCS_OK) {
+            status = uct_atomicx_op_start(iface, op);
+            if (status == UCS_OK) {
+                continue;
+            }
+            uct_atomicx_ep_set_error(ep, status);
+        }
+        uct_atomicx_op_complete(iface, op, status, 0);
+    }
+}
+
+
 void uct_atomicx_ep_dispatch_pending(uct_atomicx_ep_t *ep)
 {
     uct_atomicx_iface_t *iface = uct_atomicx_ep_iface(ep);
@@ -365,8 +468,9 @@ unsigned uct_atomicx_iface_progress(uct_iface_h tl_iface)
     /* Also without new completions: a request queued while the endpoint
      * had resources, or put back by a callback that could not go on, must
      * not wait for a completion that may never come */
-    if ((n > 0) || (iface->num_pending > 0)) {
+    if ((n > 0) || (iface->num_pending > 0) || (iface->num_held > 0)) {
         ucs_list_for_each(ep, &iface->ep_list, list) {
+            uct_atomicx_ep_release_held(ep);
             uct_atomicx_ep_dispatch_pending(ep);
         }
     }
@@ -569,10 +673,11 @@ ucs_status_t uct_atomicx_ep_fence(uct_ep_h tl_ep, unsigned flags)
 {
     uct_atomicx_ep_t *ep = ucs_derived_of(tl_ep, uct_atomicx_ep_t);
 
-    /* Native ops execute in QP order; only the CAS loops in flight could
-     * let a later op overtake them, so later ops wait for those */
+    /* Native ops execute in QP order; only CAS loops could let a later op
+     * overtake them, so the next op waits for the loops accepted before it
+     * (it is held, not refused) */
     if (ep->emulated > 0) {
-        ep->fence = 1;
+        ep->fence_next = 1;
     }
     return UCS_OK;
 }
@@ -668,7 +773,9 @@ UCS_CLASS_INIT_FUNC(uct_atomicx_ep_t, const uct_ep_params_t *params)
     self->sq_avail     = iface->config.tx_queue_len;
     self->outstanding  = 0;
     self->emulated     = 0;
-    self->fence        = 0;
+    self->held         = 0;
+    self->loops_posted = 0;
+    self->fence_next   = 0;
     self->connected    = 0;
     self->dispatching  = 0;
     self->status       = UCS_OK;
@@ -677,6 +784,8 @@ UCS_CLASS_INIT_FUNC(uct_atomicx_ep_t, const uct_ep_params_t *params)
     self->cache_value  = 0;
     ucs_queue_head_init(&self->pending_q);
     ucs_queue_head_init(&self->flush_q);
+    ucs_queue_head_init(&self->hold_q);
+    ucs_list_head_init(&self->loop_list);
     ucs_list_add_tail(&iface->ep_list, &self->list);
 
     ucs_debug("created atomicx ep %p qp 0x%x", self, self->qp->qp_num);
@@ -691,8 +800,12 @@ UCS_CLASS_CLEANUP_FUNC(uct_atomicx_ep_t)
     uct_atomicx_op_t *op;
     unsigned i;
 
-    /* Never call the error handler for an endpoint being destroyed */
+    /* Never call the error handler for an endpoint being destroyed, and
+     * post none of its held ops: they complete with UCS_ERR_CANCELED */
     self->err_reported = 1;
+    if (self->status == UCS_OK) {
+        self->status = UCS_ERR_CANCELED;
+    }
 
     if (self->outstanding > 0) {
         /* Have the device flush the WRs in flight so that their results
