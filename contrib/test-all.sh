@@ -33,12 +33,16 @@ build() { # build <dir> <configure args...>
     cd "$top"
 }
 
-check() { # check <dir>: make check, print the test logs
+check() { # check <dir>: make check, print the test logs, judge UCX's log lines
     local dir=$1
     (cd "$dir" && make -j1 check > "$logdir/$(basename "$dir")-check.log" 2>&1)
     local rc=$?
     find "$dir/test" -name '*.log' ! -name 'test-suite.log' -exec cat {} + | tee -a "$logdir/all-tests.log" |
         grep -E '^\[ *(PASSED|FAILED|SKIPPED|  OK|  SKIPPED) *\]|^\[==========\]|SKIP|^(PASS|FAIL|ERROR|SKIP):' | grep -v '^\[       OK \]' || true
+    # A UCX ERROR/WARN line that contrib/ucx-log-expected.txt does not list
+    # fails the run
+    find "$dir/test" -name '*.log' ! -name 'test-suite.log' -print0 | sort -z |
+        xargs -0 -r "$top/contrib/ucx-log-check.sh" --label "$(basename "$dir")" || rc=1
     return $rc
 }
 

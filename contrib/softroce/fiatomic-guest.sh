@@ -29,6 +29,8 @@ fi
 build=$2
 export LD_PRELOAD="$build/src/uct/atomicx/.libs/libuct_atomicx.so.0"
 export UCX_TLS=atomicx,tcp
+
+run_all() {
 fail=0
 
 echo "=== fiatomic-guest: fiatomic_info --csv (UCX_TLS=$UCX_TLS) ==="
@@ -62,4 +64,14 @@ if ! FIATOMIC_TEST_TLS_MAP=tcp=atomicx,tcp "$build/test/gtest/test_fiatomic" \
 fi
 
 echo "fiatomic-guest: $([ $fail -eq 0 ] && echo "all passed" || echo FAILED)"
-exit $fail
+return $fail
+}
+
+# Every UCX ERROR/WARN line of the run must be listed as expected, with its
+# reason, in contrib/ucx-log-expected.txt (the guest has no /dev/fd: a pipe)
+log=$(mktemp /tmp/fiatomic-guest.XXXXXX)
+run_all 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+"$here/../ucx-log-check.sh" --label fiatomic-guest "$log" || rc=1
+rm -f "$log"
+exit $rc

@@ -79,6 +79,9 @@ perf_pair() {
     cat "$clog"
     if [ $rc -ne 0 ]; then
         echo "--- server output:"; cat "$slog"
+    else
+        # the server's UCX ERROR/WARN lines count as well
+        grep -E 'UCX +(ERROR|WARN|FATAL) ' "$slog" | sed 's/^/server: /'
     fi
     [ $rc -ne 0 ] || grep -q '^Final:' "$clog" || rc=1
     rm -f "$slog" "$clog"
@@ -188,7 +191,9 @@ bench_suite() {
     }' | tee -a "$out/atomicx-bench.txt"
 }
 
-for s in "${suites[@]}"; do
+run_suites() {
+local s
+for s in "$@"; do
     case $s in
     uct) run "gtest test_atomicx_uct" gtest test_atomicx_uct ;;
     ucp) run "gtest test_atomicx_ucp" env UCX_TLS=atomicx,tcp \
@@ -203,6 +208,16 @@ done
 echo
 if [ ${#failed[@]} -gt 0 ]; then
     echo "test-guest: FAILED: ${failed[*]}"
-    exit 1
+    return 1
 fi
 echo "test-guest: all suites passed (${suites[*]})"
+}
+
+# Every UCX ERROR/WARN line of the run must be listed as expected, with its
+# reason, in contrib/ucx-log-expected.txt (the guest has no /dev/fd: a pipe)
+log=$(mktemp /tmp/test-guest.XXXXXX)
+run_suites "${suites[@]}" 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+"$here/../ucx-log-check.sh" --label test-guest "$log" || rc=1
+rm -f "$log"
+exit $rc
