@@ -6,14 +6,15 @@
  * ucp_ep_flush_nbx / ucp_worker_flush_nbx must complete without the target.
  *
  * Flushing while the target is idle: UCP's endpoint flush also flushes the
- * tcp lane (active messages, wireup), and UCX 1.13.1's tcp transport makes
- * that flush a round trip to the peer (a zero-length PUT and its ACK)
- * whenever the endpoint sent anything since its last flush, and sending the
- * ACK of the peer's own flush counts as sending. So after connecting, the
- * initiator flushes last, while the target still progresses and after the
- * target's last flush ("settle" below, the way docs/atomicx.md gives to
- * applications); from then on atomics go through atomicx only and no flush
- * of the initiator needs the target.
+ * tcp lane (active messages, wireup), and UCX 1.13.1's tcp transport needs
+ * the peer for that flush when the endpoint sent anything since its last
+ * flush (a zero-length PUT and its ACK) or its connection is still being set
+ * up, both possible right after connecting (wireup's last message is sent
+ * after the flush that waited for the connection). So after connecting, the
+ * initiator flushes once more while the target still progresses ("settle"
+ * below, the way docs/atomicx.md gives to applications); from then on
+ * atomics go through atomicx only and no flush of the initiator needs the
+ * target.
  *
  * Every endpoint, memory map and rkey a runtime uses must take the device
  * path: an error-handling (peer failure) endpoint, memory mapped after the
@@ -420,9 +421,9 @@ struct pair {
         phase = "initiator: init";
         ASSERT_EQ(UCS_OK, side.init(opts));
         ASSERT_EQ(UCS_OK, side.connect(fd, opts.err_peer));
-        /* Settle: flush last, while the target progresses, so that the tcp
-         * lane owes the target nothing (wireup messages, the ACK of the
-         * target's flush) */
+        /* Settle: flush once more while the target progresses, so that the
+         * tcp lane owes the target nothing (wireup's last message, the tcp
+         * connection handshake) */
         phase = "initiator: settle";
         ASSERT_EQ(UCS_OK, side.flush());
         ASSERT_EQ(UCS_OK, side.sync(fd));
