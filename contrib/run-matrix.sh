@@ -102,5 +102,15 @@ if [ -n "$strategy" ]; then
 fi
 
 step "matrix: transports $transports, $iters iterations per cell"
-exec "$builddir/src/tools/fiatomic_perftest" --matrix --transports "$transports" \
-    -n "$iters" -w "$warmup" --progress "${pin[@]}" "${extra[@]}"
+# Both streams are kept as they are and copied for the UCX log check: a UCX
+# ERROR/WARN line not listed in contrib/ucx-log-expected.txt fails the run.
+out_log=$(mktemp) err_log=$(mktemp)
+trap 'rm -f "$out_log" "$err_log"' EXIT
+rc=0
+"$builddir/src/tools/fiatomic_perftest" --matrix --transports "$transports" \
+    -n "$iters" -w "$warmup" --progress "${pin[@]}" "${extra[@]}" \
+    > >(tee "$out_log") 2> >(tee "$err_log" >&2) || rc=$?
+wait
+"$top/contrib/ucx-log-check.sh" --label run-matrix "$out_log" "$err_log" >&2 ||
+    rc=$((rc ? rc : 1))
+exit $rc
