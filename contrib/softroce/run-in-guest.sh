@@ -34,6 +34,22 @@ Environment:
   ATOMICX_SOFTROCE_TIMEOUT seconds before the guest is killed (default 1800)
   ATOMICX_SOFTROCE_CACHE   kernel + initramfs cache
                            (default /var/cache/atomicx-softroce)
+  ATOMICX_GUEST_SMP        virtual CPUs (default 2)
+  ATOMICX_GUEST_ID         a name for this guest when several share one
+                           output directory: hostname atomicx-guest-ID,
+                           kernel log guest-dmesg-ID.log (letters, digits)
+
+A network between guests (default: none; rxe0 sits on dummy0 at
+192.0.2.1 and nothing leaves the guest). Both variables together give the
+guest a virtio-net NIC, eth0, and put rxe0 on it instead:
+  ATOMICX_GUEST_NETDEV     the NIC's qemu -netdev backend without its id,
+                           e.g. dgram,local.type=inet,local.host=127.0.0.1,
+                           local.port=P1,remote.type=inet,
+                           remote.host=127.0.0.1,remote.port=P2
+                           (contrib/softroce/two-guests.sh connects two
+                           guests so)
+  ATOMICX_GUEST_ADDR       eth0's IPv4 address/prefix, e.g. 10.77.0.1/24;
+                           the MAC address is derived from it
 EOF
     exit 2
 }
@@ -49,6 +65,24 @@ shift
 
 timeout_s=${ATOMICX_SOFTROCE_TIMEOUT:-1800}
 [[ $timeout_s =~ ^[1-9][0-9]*$ ]] || die "ATOMICX_SOFTROCE_TIMEOUT must be a number of seconds, not '$timeout_s'"
+smp=${ATOMICX_GUEST_SMP:-2}
+guest_id=${ATOMICX_GUEST_ID:-}
+[[ $guest_id =~ ^[a-zA-Z0-9]*$ ]] || die "ATOMICX_GUEST_ID must be letters and digits, not '$guest_id'"
+
+[[ $smp =~ ^[1-8]$ ]] || die "ATOMICX_GUEST_SMP must be 1 to 8, not '$smp'"
+netdev=${ATOMICX_GUEST_NETDEV:-}
+netaddr=${ATOMICX_GUEST_ADDR:-}
+nic=(-nic none)
+if [ -n "$netdev$netaddr" ]; then
+    [ -n "$netdev" ] && [ -n "$netaddr" ] ||
+        die "ATOMICX_GUEST_NETDEV and ATOMICX_GUEST_ADDR go together"
+    [[ $netaddr =~ ^([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})/([0-9]{1,2})$ ]] ||
+        die "ATOMICX_GUEST_ADDR must be an IPv4 address/prefix, not '$netaddr'"
+    [[ $netdev != *id=* ]] || die "ATOMICX_GUEST_NETDEV must not name an id"
+    # One MAC per address: guests on one segment must not share qemu's default.
+    mac=$(printf '52:54:00:%02x:%02x:%02x' "${BASH_REMATCH[2]}" "${BASH_REMATCH[3]}" "${BASH_REMATCH[4]}")
+    nic=(-nic none -netdev "$netdev,id=atomicx_net" -device "virtio-net-pci,netdev=atomicx_net,mac=$mac")
+fi
 
 SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
@@ -159,6 +193,8 @@ mkdir -p /job /newroot /rw
 mount_9p atomicx_job /job ro || die "cannot mount the job share"
 read -r out </job/out
 read -r marker </job/marker
+name=
+[ ! -f /job/id ] || read -r name </job/id
 
 # The host root, read-only; cache=loose because nothing writes to it here.
 R=/newroot
@@ -186,12 +222,25 @@ mount --bind /job $R/run/atomicx-job
 
 # soft-RoCE: rxe0 on dummy0 (created by the dummy module). The IPv4 address
 # (documentation range; nothing leaves the guest) gives rxe0 a RoCE v2 GID
-# that UCX and perftest can use.
-hostname atomicx-guest
+# that UCX and perftest can use. With a NIC (the job's netaddr file), rxe0
+# sits on eth0 with the address given, reachable from the other guests.
+hostname atomicx-guest${name:+-$name}
 chroot $R ip link set lo up || die "cannot bring up lo"
-chroot $R ip link set dummy0 up || die "cannot bring up dummy0"
-chroot $R ip addr add 192.0.2.1/24 dev dummy0 || die "cannot address dummy0"
-chroot $R rdma link add rxe0 type rxe netdev dummy0 || die "cannot create rxe0"
+netif=dummy0
+addr=192.0.2.1/24
+if [ -f /job/netaddr ]; then
+    read -r addr </job/netaddr
+    netif=eth0
+    n=0
+    until [ -e /sys/class/net/eth0 ]; do
+        n=$((n + 1))
+        [ $n -lt 100 ] || die "no eth0 (virtio-net)"
+        sleep 0.1
+    done
+fi
+chroot $R ip link set $netif up || die "cannot bring up $netif"
+chroot $R ip addr add $addr dev $netif || die "cannot address $netif"
+chroot $R rdma link add rxe0 type rxe netdev $netif || die "cannot create rxe0"
 n=0
 until cat /sys/class/infiniband/rxe0/ports/1/gids/[0-7] 2>/dev/null | grep -q ':ffff:'; do
     n=$((n + 1))
@@ -201,7 +250,7 @@ done
 
 chroot $R /usr/bin/env -i /bin/bash /run/atomicx-job/run.sh </dev/null
 rc=$?
-dmesg >"$R$out/guest-dmesg.log" 2>/dev/null
+dmesg >"$R$out/guest-dmesg${name:+-$name}.log" 2>/dev/null
 sync
 echo "@@ATOMICX_GUEST_EXIT $marker rc=$rc@@"
 poweroff -f
@@ -212,7 +261,8 @@ INIT
 # crc32_generic is not in modules.dep: rdma_rxe asks the crypto API for
 # "crc32" at device creation, and there is no modprobe to load it on demand.
 # overlay is for the guest's /tmp.
-module_roots=(virtio_pci 9pnet_virtio 9p overlay dummy rdma_rxe ib_uverbs crc32_generic)
+# virtio_net is for the optional NIC.
+module_roots=(virtio_pci 9pnet_virtio 9p overlay dummy virtio_net rdma_rxe ib_uverbs crc32_generic)
 module_closure() { # moddir
     local moddir=$1 line mod name d
     declare -gA modpath=() moddeps=() builtin=() seen=()
@@ -311,6 +361,8 @@ job=$(mktemp -d "${TMPDIR:-/tmp}/atomicx-guest-job.XXXXXX")
 marker=$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')
 echo "$out" >"$job/out"
 echo "$marker" >"$job/marker"
+[ -z "$netaddr" ] || echo "$netaddr" >"$job/netaddr"
+[ -z "$guest_id" ] || echo "$guest_id" >"$job/id"
 {
     echo "# generated by $me"
     echo "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -338,8 +390,8 @@ echo "$marker" >"$job/marker"
 console="$job/console.log"
 start=$(date +%s)
 timeout --kill-after=10 "$timeout_s" \
-    qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m 2048 -smp 2 \
-    -display none -serial stdio -no-reboot -nic none \
+    qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m 2048 -smp "$smp" \
+    -display none -serial stdio -no-reboot "${nic[@]}" \
     -kernel "$entry/vmlinuz" -initrd "$entry/initrd.img" \
     -append "console=ttyS0 quiet loglevel=3 panic=-1" \
     -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \

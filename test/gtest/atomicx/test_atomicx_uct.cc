@@ -5,6 +5,7 @@
  */
 
 #include "atomicx_test_ref.h"
+#include "atomicx_test_peers.h"
 #include "atomicx_test_uct.h"
 
 #include <gtest/gtest.h>
@@ -432,123 +433,6 @@ TEST(atomicx_uct, pending_queue)
 }
 
 
-namespace {
-
-/* Target memory layout of the hammer test (three 8-byte words) */
-enum {
-    HAMMER_COUNTER = 0, /* lo: fadd64(+1) and fadd32(+1); hi: or64 bits */
-    HAMMER_SWAP    = 1, /* lo: swap32 chain; hi: cswap32 counter */
-    HAMMER_GUARD   = 2  /* untouched */
-};
-
-const unsigned hammer_iters = 150;
-
-struct hammer_result {
-    std::vector<uint64_t> fadd;   /* low halves seen by both fetch-adds */
-    std::vector<uint64_t> swapped;/* values fetched by swap32 */
-    uint32_t cswap_successes = 0;
-};
-
-/* One hammering process: connects to the target and runs mixed ops */
-int hammer_child(unsigned id, int to_parent, int from_parent)
-{
-    uct_env env;
-    std::string why;
-
-    if (!env.open(test_device(), {}, &why)) {
-        return 10;
-    }
-
-    uct_ep_h ep = env.create_ep();
-    write_blob(to_parent, env.dev_address());
-    write_blob(to_parent, env.ep_address(ep));
-    std::vector<char> dev_addr = read_blob(from_parent);
-    std::vector<char> ep_addr  = read_blob(from_parent);
-    std::vector<char> packed   = read_blob(from_parent);
-    uint64_t base;
-    read_all(from_parent, &base, sizeof(base));
-    env.connect(ep, dev_addr, ep_addr);
-    uct_rkey_bundle_t rkey = env.unpack(packed);
-
-    /* Start together */
-    char go;
-    write_all(to_parent, "r", 1);
-    read_all(from_parent, &go, 1);
-
-    uint64_t counter = base + 8 * HAMMER_COUNTER;
-    uint64_t swap    = base + 8 * HAMMER_SWAP;
-    std::vector<uint64_t> fadd, swapped;
-    uint32_t expected_hi = 0, successes = 0;
-
-    for (unsigned i = 0; i < hammer_iters; ++i) {
-        uint64_t r64 = 0;
-        uint32_t r32 = 0, rs = 0, rc = 0;
-        completion c[4];
-        ucs_status_t s[4];
-
-        /* four ops in flight at once, on two words */
-        s[0] = env.start(ep, UCT_ATOMIC_OP_ADD, 8, true, 1, 0, counter,
-                         rkey.rkey, &r64, &c[0].super);
-        s[1] = env.start(ep, UCT_ATOMIC_OP_ADD, 4, true, 1, 0, counter,
-                         rkey.rkey, &r32, &c[1].super);
-        s[2] = env.start(ep, UCT_ATOMIC_OP_OR, 8, false,
-                         1ull << (32 + id * 16 + (i % 16)), 0, counter,
-                         rkey.rkey, nullptr, nullptr);
-        s[3] = env.start(ep, UCT_ATOMIC_OP_SWAP, 4, true,
-                         ((id + 1) << 24) | i, 0, swap, rkey.rkey, &rs,
-                         &c[3].super);
-        for (int k = 0; k < 4; ++k) {
-            if ((s[k] != UCS_INPROGRESS) && (s[k] != UCS_OK)) {
-                fprintf(stderr, "hammer %u: op %d: %s\n", id, k,
-                        ucs_status_string(s[k]));
-                return 11;
-            }
-        }
-        if (!env.progress_until([&] {
-                return c[0].done && c[1].done && c[3].done;
-            })) {
-            return 14;
-        }
-        fadd.push_back((uint32_t)r64);
-        fadd.push_back(r32);
-        swapped.push_back(rs);
-
-        /* a CAS-based increment of the high half of the swap word */
-        for (;;) {
-            uint64_t res;
-            if (env.run(ep, UCT_ATOMIC_OP_CSWAP, 4, true, expected_hi + 1,
-                        expected_hi, swap + 4, rkey.rkey, &res) != UCS_OK) {
-                return 12;
-            }
-            rc = (uint32_t)res;
-            if (rc == expected_hi) {
-                ++successes;
-                expected_hi = rc + 1;
-                break;
-            }
-            expected_hi = rc;
-        }
-    }
-
-    if (env.flush(ep) != UCS_OK) {
-        return 13;
-    }
-
-    uint32_t n = fadd.size();
-    write_all(to_parent, &n, sizeof(n));
-    write_all(to_parent, fadd.data(), n * sizeof(uint64_t));
-    n = swapped.size();
-    write_all(to_parent, &n, sizeof(n));
-    write_all(to_parent, swapped.data(), n * sizeof(uint64_t));
-    write_all(to_parent, &successes, sizeof(successes));
-    read_all(from_parent, &go, 1); /* the target is done with us */
-
-    env.release(rkey);
-    uct_ep_destroy(ep);
-    return 0;
-}
-
-} // namespace
 
 
 /* Two processes hammer the same words with mixed native and emulated ops
@@ -559,26 +443,12 @@ TEST(atomicx_uct, hammer_two_processes)
     const unsigned nprocs = 2;
     uct_env env;
     region mem;
-    std::vector<pid_t> pids;
-    std::vector<int> to_child, from_child;
+    std::vector<peer_proc> peers(nprocs);
     std::vector<uct_ep_h> eps;
 
     for (unsigned id = 0; id < nprocs; ++id) {
-        int p2c[2], c2p[2];
-        ASSERT_EQ(0, pipe(p2c));
-        ASSERT_EQ(0, pipe(c2p));
-        pid_t pid = fork();
-        ASSERT_GE(pid, 0);
-        if (pid == 0) {
-            ::close(p2c[1]);
-            ::close(c2p[0]);
-            _exit(hammer_child(id, c2p[1], p2c[0]));
-        }
-        ::close(p2c[0]);
-        ::close(c2p[1]);
-        pids.push_back(pid);
-        to_child.push_back(p2c[1]);
-        from_child.push_back(c2p[0]);
+        std::string why;
+        ASSERT_TRUE(peer_start(PEER_HAMMER, id, &peers[id], &why)) << why;
     }
 
     /* Processes fork before any verbs resource exists in the parent */
@@ -590,24 +460,24 @@ TEST(atomicx_uct, hammer_two_processes)
     halves[2 * HAMMER_SWAP] = 0x77777777; /* the swap chain starts here */
 
     for (unsigned id = 0; id < nprocs; ++id) {
-        std::vector<char> dev_addr = read_blob(from_child[id]);
-        std::vector<char> ep_addr  = read_blob(from_child[id]);
+        std::vector<char> dev_addr = read_blob(peers[id].from);
+        std::vector<char> ep_addr  = read_blob(peers[id].from);
         uct_ep_h ep = env.create_ep();
         env.connect(ep, dev_addr, ep_addr);
         eps.push_back(ep);
-        write_blob(to_child[id], env.dev_address());
-        write_blob(to_child[id], env.ep_address(ep));
-        write_blob(to_child[id], mem.packed_rkey);
+        write_blob(peers[id].to, env.dev_address());
+        write_blob(peers[id].to, env.ep_address(ep));
+        write_blob(peers[id].to, mem.packed_rkey);
         uint64_t base = (uintptr_t)mem.buffer;
-        write_all(to_child[id], &base, sizeof(base));
+        write_all(peers[id].to, &base, sizeof(base));
     }
 
     char c;
     for (unsigned id = 0; id < nprocs; ++id) {
-        read_all(from_child[id], &c, 1);
+        read_all(peers[id].from, &c, 1);
     }
     for (unsigned id = 0; id < nprocs; ++id) {
-        write_all(to_child[id], "g", 1);
+        write_all(peers[id].to, "g", 1);
     }
 
     /* The target does not progress: it only waits for the results */
@@ -615,26 +485,21 @@ TEST(atomicx_uct, hammer_two_processes)
     uint32_t cswap_total = 0;
     for (unsigned id = 0; id < nprocs; ++id) {
         uint32_t n, successes;
-        read_all(from_child[id], &n, sizeof(n));
+        read_all(peers[id].from, &n, sizeof(n));
         std::vector<uint64_t> v(n);
-        read_all(from_child[id], v.data(), n * sizeof(uint64_t));
+        read_all(peers[id].from, v.data(), n * sizeof(uint64_t));
         fadd_all.insert(fadd_all.end(), v.begin(), v.end());
-        read_all(from_child[id], &n, sizeof(n));
+        read_all(peers[id].from, &n, sizeof(n));
         v.resize(n);
-        read_all(from_child[id], v.data(), n * sizeof(uint64_t));
+        read_all(peers[id].from, v.data(), n * sizeof(uint64_t));
         swapped_all.insert(swapped_all.end(), v.begin(), v.end());
-        read_all(from_child[id], &successes, sizeof(successes));
+        read_all(peers[id].from, &successes, sizeof(successes));
         cswap_total += successes;
     }
 
     for (unsigned id = 0; id < nprocs; ++id) {
-        write_all(to_child[id], "d", 1);
-        int status;
-        ASSERT_EQ(pids[id], waitpid(pids[id], &status, 0));
-        EXPECT_TRUE(WIFEXITED(status) && (WEXITSTATUS(status) == 0))
-                << "hammer process " << id << " status " << status;
-        ::close(to_child[id]);
-        ::close(from_child[id]);
+        write_all(peers[id].to, "d", 1);
+        EXPECT_EQ(0, peer_wait(&peers[id])) << "hammer process " << id;
     }
 
     const unsigned total = nprocs * hammer_iters;
@@ -692,32 +557,6 @@ ucs_status_t count_ep_errors(void *arg, uct_ep_h ep, ucs_status_t status)
     return UCS_OK;
 }
 
-/* A target that exposes memory, then dies without cleaning up */
-int doomed_target(int to_parent, int from_parent)
-{
-    uct_env env;
-    region mem;
-    std::string why;
-
-    if (!env.open(test_device(), {}, &why)) {
-        return 10;
-    }
-    env.reg(mem, 64);
-    uct_ep_h ep = env.create_ep();
-    write_blob(to_parent, env.dev_address());
-    write_blob(to_parent, env.ep_address(ep));
-    write_blob(to_parent, mem.packed_rkey);
-    uint64_t base = (uintptr_t)mem.buffer;
-    write_all(to_parent, &base, sizeof(base));
-    std::vector<char> dev_addr = read_blob(from_parent);
-    std::vector<char> ep_addr  = read_blob(from_parent);
-    env.connect(ep, dev_addr, ep_addr);
-    write_all(to_parent, "c", 1);
-
-    char die;
-    read_all(from_parent, &die, 1);
-    _exit(0); /* no cleanup: the kernel destroys the QP */
-}
 
 } // namespace
 
@@ -729,35 +568,26 @@ TEST(atomicx_uct, peer_destroyed_mid_stream)
     uct_env env;
     err_ctx errors;
 
-    int p2c[2], c2p[2];
-    ASSERT_EQ(0, pipe(p2c));
-    ASSERT_EQ(0, pipe(c2p));
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-        ::close(p2c[1]);
-        ::close(c2p[0]);
-        _exit(doomed_target(c2p[1], p2c[0]));
-    }
-    ::close(p2c[0]);
-    ::close(c2p[1]);
+    peer_proc peer;
+    std::string why;
+    ASSERT_TRUE(peer_start(PEER_DOOMED_TARGET, 0, &peer, &why)) << why;
 
     /* Forked before any verbs resource exists in this process */
     env.set_error_handler(count_ep_errors, &errors);
     OPEN_OR_SKIP(env, std::map<std::string, std::string>{{"TIMEOUT", "20ms"},
                                                        {"RETRY_COUNT", "1"}});
 
-    std::vector<char> dev_addr = read_blob(c2p[0]);
-    std::vector<char> ep_addr  = read_blob(c2p[0]);
-    std::vector<char> packed   = read_blob(c2p[0]);
+    std::vector<char> dev_addr = read_blob(peer.from);
+    std::vector<char> ep_addr  = read_blob(peer.from);
+    std::vector<char> packed   = read_blob(peer.from);
     uint64_t base;
-    read_all(c2p[0], &base, sizeof(base));
+    read_all(peer.from, &base, sizeof(base));
     uct_ep_h ep = env.create_ep();
     env.connect(ep, dev_addr, ep_addr);
-    write_blob(p2c[1], env.dev_address());
-    write_blob(p2c[1], env.ep_address(ep));
+    write_blob(peer.to, env.dev_address());
+    write_blob(peer.to, env.ep_address(ep));
     char c;
-    read_all(c2p[0], &c, 1);
+    read_all(peer.from, &c, 1);
     uct_rkey_bundle_t rkey = env.unpack(packed);
 
     /* The stream works while the peer lives */
@@ -769,9 +599,9 @@ TEST(atomicx_uct, peer_destroyed_mid_stream)
                                   rkey.rkey, &result));
     }
 
-    write_all(p2c[1], "x", 1);
-    int wstatus;
-    ASSERT_EQ(pid, waitpid(pid, &wstatus, 0));
+    write_all(peer.to, "x", 1);
+    /* its end comes after the kernel destroyed its QP */
+    ASSERT_EQ(0, peer_wait(&peer));
 
     /* Mid-stream: ops already in flight when the peer's QP is gone */
     const unsigned count = 40;
@@ -829,6 +659,4 @@ TEST(atomicx_uct, peer_destroyed_mid_stream)
 
     env.release(rkey);
     uct_ep_destroy(ep);
-    ::close(p2c[1]);
-    ::close(c2p[0]);
 }

@@ -92,7 +92,7 @@ int send_msg(int fd, uint32_t type, const void *data, size_t length)
 }
 
 int recv_msg(int fd, uint32_t *type, std::vector<uint8_t> *payload,
-             int timeout_ms)
+             int timeout_ms, uint64_t max_length)
 {
     double deadline = (timeout_ms < 0) ? 0 : now_sec() + timeout_ms / 1000.0;
     msg_header hdr;
@@ -102,7 +102,7 @@ int recv_msg(int fd, uint32_t *type, std::vector<uint8_t> *payload,
     if (ret != 0) {
         return ret;
     }
-    if (hdr.length > (1ull << 32)) {
+    if (hdr.length > max_length) {
         return -1;
     }
     *type = hdr.type;

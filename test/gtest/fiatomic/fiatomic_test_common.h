@@ -48,7 +48,10 @@ enum msg_type : uint32_t {
     /* peer -> test */
     MSG_HELLO = 100, /* target: worker address, keys, regions */
     MSG_OK,          /* reply, with optional payload */
-    MSG_ERROR        /* reply, payload is a message */
+    MSG_ERROR,       /* reply, payload is a message */
+    /* across machines (fiatomic_test_remote.h) */
+    MSG_SPAWN = 200, /* relay -> launcher: u32 argc, blobs; u32 envc, blobs */
+    MSG_PEER_EXIT    /* launcher -> relay: i32 wait status of the peer */
 };
 
 struct msg_header {
@@ -60,7 +63,7 @@ struct msg_header {
 /* 0 on success, -1 on error/EOF, -2 on timeout (timeout_ms < 0: none). */
 int send_msg(int fd, uint32_t type, const void *data, size_t length);
 int recv_msg(int fd, uint32_t *type, std::vector<uint8_t> *payload,
-             int timeout_ms);
+             int timeout_ms, uint64_t max_length = 1ull << 32);
 
 /** Append / consume raw values. */
 class bytes {

@@ -318,6 +318,27 @@ kv_list peer_env(const std::string &tl, const std::string &strategy, bool am)
             {"FIATOMIC_TEST_AM", am ? "1" : "0"}};
 }
 
+/* Whether peers of this role run on another machine: $FIATOMIC_TEST_REMOTE
+ * (HOST:PORT of `fiatomic_test_peer serve`) and the role listed in
+ * $FIATOMIC_TEST_REMOTE_ROLES (default "target"); fiatomic_test_remote.h */
+static bool remote_role(const std::string &role)
+{
+    const char *remote = getenv("FIATOMIC_TEST_REMOTE");
+    const char *roles  = getenv("FIATOMIC_TEST_REMOTE_ROLES");
+    std::stringstream list((roles != NULL) ? roles : "target");
+    std::string r;
+
+    if ((remote == NULL) || (*remote == '\0')) {
+        return false;
+    }
+    while (std::getline(list, r, ',')) {
+        if (r == role) {
+            return true;
+        }
+    }
+    return false;
+}
+
 peer_process::peer_process() : m_pid(-1), m_fd(-1)
 {
 }
@@ -358,6 +379,11 @@ bool peer_process::spawn(const std::vector<std::string> &args,
     envp.push_back(NULL);
 
     std::vector<std::string> args_copy = args;
+    if (!args.empty() && remote_role(args[0])) {
+        /* a relay to the peer started on the other machine */
+        args_copy.insert(args_copy.begin(),
+                         {"remote", getenv("FIATOMIC_TEST_REMOTE")});
+    }
     args_copy.insert(args_copy.begin(), path);
     for (std::string &s : args_copy) {
         argv.push_back(&s[0]);

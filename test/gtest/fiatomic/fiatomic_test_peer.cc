@@ -15,6 +15,7 @@
  *       every fetched value. FIATOMIC_STRATEGY comes from the environment.
  */
 #include "fiatomic_test_common.h"
+#include "fiatomic_test_remote.h"
 
 #include "fiatomic_ref.h"
 
@@ -764,8 +765,15 @@ int main(int argc, char **argv)
                           strtoull(argv[4], NULL, 0));
     } else if ((argc == 2) && !strcmp(argv[1], "initiator")) {
         return run_initiator();
+    } else if ((argc == 3) && !strcmp(argv[1], "serve")) {
+        return remote_serve(argv[2]);
+    } else if ((argc >= 4) && !strcmp(argv[1], "remote")) {
+        return remote_relay(argv[2], argc - 3, argv + 3);
     }
     fprintf(stderr, "usage: %s target <user|alloc|safe> <len0> <len1>\n"
-            "       %s initiator\n", argv[0], argv[0]);
+            "       %s initiator\n"
+            "       %s serve <port>         (peers for another machine)\n"
+            "       %s remote <host:port> <target|initiator> [args...]\n",
+            argv[0], argv[0], argv[0], argv[0]);
     return 1;
 }
