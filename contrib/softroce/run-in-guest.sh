@@ -388,6 +388,7 @@ echo "$marker" >"$job/marker"
 # -display none -serial stdio rather than -nographic: with -nographic SeaBIOS
 # also prints to the serial port, with escape codes that clear the terminal.
 console="$job/console.log"
+: >"$console"   # before tail(1) looks for it: qemu's redirection may come later
 start=$(date +%s)
 timeout --kill-after=10 "$timeout_s" \
     qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m 2048 -smp "$smp" \

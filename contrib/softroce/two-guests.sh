@@ -20,8 +20,9 @@
 #                add_lat add_mr) and UCP atomics over atomicx,tcp (ucp_add
 #                ucp_fadd ucp_swap ucp_cswap, with and without -o), server in
 #                guest a, client in guest b
-#   bench        fetch-and-add latency, UCT fadd and UCP ucp_fadd: across
-#                the machines and within guest a (loopback), in the same run
+#   bench        fetch-and-add latency of raw verbs (ib_atomic_lat), UCT fadd
+#                and UCP ucp_fadd: across the machines and within guest a
+#                (loopback), in the same run
 #   uct          the UCT suite's cases with peer processes (test_atomicx_uct
 #                hammer_two_processes, peer_destroyed_mid_stream) with the
 #                peers in guest a (atomicx_uct_peer) and the test in guest b
@@ -38,8 +39,11 @@
 #   ATOMICX_TWO_GUESTS_SMP   virtual CPUs per guest (default 2)
 #   ATOMICX_STEP_TIMEOUT     seconds one step may take (default 600)
 #   ATOMICX_SOFTROCE_TIMEOUT seconds before a guest is killed (default 2400)
-#   ATOMICX_PERFTEST_ITERS   ucx_perftest iterations (default 2000)
-#   ATOMICX_BENCH_ITERS      latency iterations (default 5000)
+#   ATOMICX_PERFTEST_ITERS   ucx_perftest iterations (default 200)
+#   ATOMICX_BENCH_ITERS      latency iterations (default 1000)
+#   ATOMICX_MATRIX_ITERS     timed calls per matrix cell (default 4)
+#   ATOMICX_CONCURRENCY_ITERS operations per process and element in the
+#                            concurrency suite (default 100; 1000 in one guest)
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 me=two-guests
@@ -63,27 +67,39 @@ done
 figures() { # figures <logs-dir>
     local logs=$1 f
     final() { # final <log>: "median average" of ucx_perftest's Final: line
-        [ -f "$1" ] && awk '$1 == "Final:" { m = $3; a = $4 } END { if (a != "") print m, a }' "$1"
+        # (its 50%ile and its overall average over all iterations)
+        [ -f "$1" ] && awk '$1 == "Final:" { m = $3; a = $5 } END { if (a != "") print m, a }' "$1"
     }
-    local uct_x uct_l ucp_x ucp_l
+    ib() { # ib <log>: "typical average" of ib_atomic_lat's 8-byte line
+        [ -f "$1" ] && awk '$1 == 8 && NF >= 6 { t = $5; a = $6 } END { if (a != "") print t, a }' "$1"
+    }
+    local ib_x ib_l uct_x uct_l ucp_x ucp_l
+    ib_x=$(ib "$logs/bench-ib_atomic_lat-cross.client.log")
+    ib_l=$(ib "$logs/bench-ib_atomic_lat-loopback.log")
     uct_x=$(final "$logs/bench-uct-fadd-cross.client.log")
     uct_l=$(final "$logs/bench-uct-fadd-loopback.log")
     ucp_x=$(final "$logs/bench-ucp_fadd-cross.client.log")
     ucp_l=$(final "$logs/bench-ucp_fadd-loopback.log")
-    [ -n "$uct_x" ] && [ -n "$uct_l" ] && [ -n "$ucp_x" ] && [ -n "$ucp_l" ] || return 1
+    [ -n "$ib_x" ] && [ -n "$ib_l" ] && [ -n "$uct_x" ] && [ -n "$uct_l" ] &&
+        [ -n "$ucp_x" ] && [ -n "$ucp_l" ] || return 1
     # shellcheck disable=SC2086  # (pairs of numbers)
-    awk -v uct_x="$uct_x" -v uct_l="$uct_l" -v ucp_x="$ucp_x" -v ucp_l="$ucp_l" '
+    awk -v ib_x="$ib_x" -v ib_l="$ib_l" -v uct_x="$uct_x" -v uct_l="$uct_l" \
+        -v ucp_x="$ucp_x" -v ucp_l="$ucp_l" '
     function row(name, x, l,   xs, ls) {
         split(x, xs, " "); split(l, ls, " ")
-        printf "two-guests:   %-18s %8.2f / %8.2f   %8.2f / %8.2f   %5.2f\n",
-               name, xs[1], xs[2], ls[1], ls[2], xs[2] / ls[2]
+        printf "two-guests:   %-14s %9.2f / %9.2f   %9.2f / %9.2f   %7.2f / %7.2f\n",
+               name, xs[1], xs[2], ls[1], ls[2], xs[1] / ls[1], xs[2] / ls[2]
     }
     BEGIN {
         printf "two-guests: fetch-and-add latency, usec (median / average)\n"
-        printf "two-guests:   %-18s %-21s   %-21s   %s\n", "", "across the guests",
-               "within guest a", "ratio (avg)"
+        printf "two-guests:   %-14s %-21s   %-21s   %s\n", "", "across the guests",
+               "within guest a", "ratio across/within"
+        row("raw verbs", ib_x, ib_l)
         row("UCT fadd", uct_x, uct_l)
         row("UCP ucp_fadd", ucp_x, ucp_l)
+        split(ib_x, i, " "); split(uct_x, u, " "); split(ucp_x, p, " ")
+        printf "two-guests: across the guests, UCT fadd / raw verbs %.2f (median) %.2f (average), UCP ucp_fadd / raw verbs %.2f / %.2f\n",
+               u[1] / i[1], u[2] / i[2], p[1] / i[1], p[2] / i[2]
     }'
 }
 
@@ -334,6 +350,39 @@ loopback_perf() { # loopback_perf <perftest args...>
     return $rc
 }
 
+# ib_atomic_lat server and client in guest a.
+loopback_ib() { # loopback_ib <ib_atomic_lat args...>
+    local slog rc i
+    slog=$(mktemp)
+    "$@" -p "$port" >"$slog" 2>&1 &
+    local spid=$!
+    for i in $(seq 600); do
+        listening "$port" && break
+        kill -0 "$spid" 2>/dev/null || break
+        sleep 0.2
+    done
+    "$@" -p "$port" localhost
+    rc=$?
+    wait "$spid" || rc=$((rc ? rc : 1))
+    [ $rc -eq 0 ] || { echo "--- server:"; cat "$slog"; }
+    rm -f "$slog"
+    return $rc
+}
+
+# The RoCE v2 GID index of eth0's IPv4 address, for ib_atomic_lat (-x)
+ipv4_gid_index() {
+    local sysport=/sys/class/infiniband/${dev%%:*}/ports/${dev##*:} i gid type
+    for i in $(seq 0 15); do
+        gid=$(cat "$sysport/gids/$i" 2>/dev/null) || continue
+        type=$(cat "$sysport/gid_attrs/types/$i" 2>/dev/null) || continue
+        if [[ $gid == 0000:0000:0000:0000:0000:ffff:* && $type == "RoCE v2" ]]; then
+            echo "$i"
+            return 0
+        fi
+    done
+    return 1
+}
+
 # ---- The steps ---------------------------------------------------------------
 echo "guest $id up" >"$sync/up-$id"
 other=$([ "$id" = a ] && echo b || echo a)
@@ -348,8 +397,12 @@ fi
 echo ok >"$sync/ping-$id"
 wait_file "$sync/ping-$other" 120 || abort "guest $other cannot reach us"
 
-perf_iters=${ATOMICX_PERFTEST_ITERS:-2000}
-bench_iters=${ATOMICX_BENCH_ITERS:-5000}
+# Fewer than in one guest: a round trip between two TCG guests costs
+# milliseconds on a loaded host.
+perf_iters=${ATOMICX_PERFTEST_ITERS:-200}
+bench_iters=${ATOMICX_BENCH_ITERS:-1000}
+matrix_iters=${ATOMICX_MATRIX_ITERS:-4}
+conc_iters=${ATOMICX_CONCURRENCY_ITERS:-100}
 uct_env=(env LD_PRELOAD="$lib")
 ucp_env=(env LD_PRELOAD="$lib" UCX_TLS=atomicx,tcp)
 
@@ -370,6 +423,13 @@ for part in "${parts[@]}"; do
         done
         ;;
     bench)
+        gidx=$(ipv4_gid_index) || abort "rxe0 has no IPv4 RoCE v2 GID"
+        ib_lat=(ib_atomic_lat -d "${dev%%:*}" -i "${dev##*:}" -x "$gidx" -F -n "$bench_iters" -A FETCH_AND_ADD)
+        pair "bench-ib_atomic_lat-cross" oneshot - \
+            -- "${ib_lat[@]}" -p "$port" \
+            -- "${ib_lat[@]}" -p "$port" "$addr_a"
+        solo "bench-ib_atomic_lat-loopback" -- bash -c "$(declare -f listening loopback_ib); port=$port; loopback_ib ${ib_lat[*]}"
+        port=$((port + 1))
         pair "bench-uct-fadd-cross" oneshot final \
             -- "${uct_env[@]}" ucx_perftest -x atomicx -d "$dev" -t fadd -n "$bench_iters" -p "$port" \
             -- "${uct_env[@]}" ucx_perftest -x atomicx -d "$dev" -t fadd -n "$bench_iters" -p "$port" "$addr_a"
@@ -391,12 +451,13 @@ for part in "${parts[@]}"; do
         pair "fiatomic-matrix" oneshot - \
             -- "${ucp_env[@]}" "$build/src/tools/fiatomic_perftest" --server -p "$port" \
             -- "${ucp_env[@]}" "$build/src/tools/fiatomic_perftest" "$addr_a" -p "$port" --matrix \
-            --transports atomicx+tcp --iters 20 --warmup 2 --progress
+            --transports atomicx+tcp --iters "$matrix_iters" --warmup 1 --progress
         ;;
     concurrency)
         pair "fiatomic-concurrency" daemon - \
             -- "${ucp_env[@]}" "$build/test/gtest/fiatomic_test_peer" serve "$port" \
             -- "${ucp_env[@]}" FIATOMIC_TEST_REMOTE="$addr_a:$port" FIATOMIC_TEST_TLS_MAP=tcp=atomicx,tcp \
+            FIATOMIC_TEST_ITERATIONS="$conc_iters" \
             "$build/test/gtest/test_fiatomic" --gtest_color=no \
             --gtest_filter='tcp_user_native/concurrency.*:tcp_user_auto/concurrency.*:tcp_user_mixed/concurrency.*'
         ;;

@@ -16,12 +16,36 @@
 #include <set>
 #include <sstream>
 
+#include <stdio.h>
+#include <stdlib.h>
+
 using namespace fiatomic_test;
 
 namespace {
 
 const int PROCS      = 4;
-const int ITERATIONS = 1000;
+/* $FIATOMIC_TEST_ITERATIONS (default 1000) sets the operations per process
+ * and element: fewer between two qemu guests, whose virtual wire costs
+ * milliseconds per round trip (contrib/softroce/two-guests.sh) */
+int iterations_from_env()
+{
+    const char *v = getenv("FIATOMIC_TEST_ITERATIONS");
+    char *end;
+    long n;
+
+    if ((v == NULL) || (*v == '\0')) {
+        return 1000;
+    }
+    n = strtol(v, &end, 10);
+    if ((*end != '\0') || (n < 1) || (n > 1000000)) {
+        fprintf(stderr, "FIATOMIC_TEST_ITERATIONS must be 1 to 1000000, "
+                "not '%s'\n", v);
+        exit(2);
+    }
+    return (int)n;
+}
+
+const int ITERATIONS = iterations_from_env();
 
 enum kind {
     K_SUM,
