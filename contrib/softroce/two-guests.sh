@@ -28,7 +28,9 @@
 #                peers in guest a (atomicx_uct_peer) and the test in guest b
 #   matrix       fiatomic_perftest --matrix over atomicx+tcp, every cell
 #                verified: target in guest a, initiator in guest b
-#   concurrency  libfiatomic's 4-process concurrency suite over atomicx,tcp:
+#   concurrency  libfiatomic's 4-process concurrency suite over atomicx,tcp
+#                (native and auto; as in fiatomic-guest.sh, not mixed, whose
+#                target-side process atomicx's device domain refuses):
 #                the target process in guest a (fiatomic_test_peer serve),
 #                the test and its 4 initiators in guest b
 #
@@ -459,7 +461,7 @@ for part in "${parts[@]}"; do
             -- "${ucp_env[@]}" FIATOMIC_TEST_REMOTE="$addr_a:$port" FIATOMIC_TEST_TLS_MAP=tcp=atomicx,tcp \
             FIATOMIC_TEST_ITERATIONS="$conc_iters" \
             "$build/test/gtest/test_fiatomic" --gtest_color=no \
-            --gtest_filter='tcp_user_native/concurrency.*:tcp_user_auto/concurrency.*:tcp_user_mixed/concurrency.*'
+            --gtest_filter='tcp_user_native/concurrency.*:tcp_user_auto/concurrency.*'
         ;;
     esac
 done
