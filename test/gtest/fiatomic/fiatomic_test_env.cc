@@ -186,6 +186,13 @@ bool native_cell(const cell &c)
     }
 }
 
+bool device_domain(const config &cfg)
+{
+    /* FIATOMIC_TEST_TLS_MAP may put a device-atomics transport (atomicx)
+     * under a configuration's name: UCP's atomics are then the NIC's */
+    return ucx_tls(cfg.tl).find("atomicx") != std::string::npos;
+}
+
 bool direct_valid(const config &cfg)
 {
     /* the memory must be mapped here and UCP's atomics on it must be CPU
@@ -234,8 +241,10 @@ expectation strategy_can(const config &cfg, const std::string &strategy,
         /* 32-byte elements are guarded by a target-owned lock */
         return (size > 16) ? OPTIONAL : REQUIRED;
     } else if (strategy == "target") {
-        /* every memory here is in the CPU's atomicity domain */
-        return cfg.am ? REQUIRED : FORBIDDEN;
+        /* the target's CPU atomics on 1..8-byte elements are atomic with
+         * respect to UCP's own only when those are CPU atomics too (one
+         * actor, fi_atomic(3)); wider elements are out of UCP's reach */
+        return (cfg.am && (big || !device_domain(cfg))) ? REQUIRED : FORBIDDEN;
     } else if (strategy == "auto") {
         if (!big || cfg.am) {
             return REQUIRED;

@@ -115,6 +115,10 @@ bool type_supported(int datatype);
 /** One of the 57 cells UCP executes natively. */
 bool native_cell(const cell &c);
 
+/** Whether UCP's atomics in this configuration are a device's (the
+ *  configuration's transport is mapped to atomicx). */
+bool device_domain(const config &cfg);
+
 /** Whether the direct strategy can work for this configuration. */
 bool direct_valid(const config &cfg);
 
