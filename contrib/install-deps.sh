@@ -12,6 +12,8 @@ packages=(
     googletest libgtest-dev
     clang libclang-rt-14-dev
     valgrind
+    # make check lints the manual pages (man/check-man.sh)
+    mandoc groff-base
     # atomicx transport: verbs headers/providers, and dpkg-dev for apt-get source
     libibverbs-dev ibverbs-providers ibverbs-utils dpkg-dev
 )
