@@ -8,6 +8,8 @@
 #ifndef UCT_ATOMICX_H_
 #define UCT_ATOMICX_H_
 
+#include "atomicx_compat.h"
+
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_md.h>
 #include <ucs/datastruct/list.h>
@@ -150,6 +152,8 @@ typedef struct uct_atomicx_ep {
     ucs_queue_head_t        hold_q;        /* Accepted ops waiting, FIFO */
     ucs_list_link_t         loop_list;     /* Posted CAS loops */
     int                     connected;
+    uct_atomicx_dev_addr_t  remote_dev;    /* Peer, once connected */
+    uint32_t                remote_qp_num;
     int                     dispatching;   /* In pending dispatch */
     ucs_status_t            status;        /* Error once the QP failed */
     int                     err_reported;
@@ -164,6 +168,29 @@ extern uct_component_t uct_atomicx_component;
 extern uct_tl_t        uct_atomicx_tl;
 extern ucs_config_field_t uct_atomicx_md_config_table[];
 
+
+/* Memory domain and component (atomicx_md.c) */
+void uct_atomicx_md_close(uct_md_h tl_md);
+ucs_status_t uct_atomicx_md_query(uct_md_h tl_md, uct_atomicx_md_attr_t *attr);
+ucs_status_t uct_atomicx_mem_reg(uct_md_h tl_md, void *address, size_t length,
+                                 UCT_ATOMICX_MEM_REG_ARGS, uct_mem_h *memh_p);
+ucs_status_t uct_atomicx_mem_dereg(uct_md_h tl_md,
+                                   const uct_md_mem_dereg_params_t *params);
+ucs_status_t uct_atomicx_mkey_pack(uct_md_h tl_md, uct_mem_h memh,
+                                   UCT_ATOMICX_MKEY_PACK_ARGS
+                                   const uct_md_mkey_pack_params_t *params,
+                                   void *rkey_buffer);
+#if ATOMICX_UCT_COMPONENT_RKEY_COMPARE
+ucs_status_t uct_atomicx_rkey_compare(uct_component_t *component,
+                                      uct_rkey_t rkey1, uct_rkey_t rkey2,
+                                      const uct_rkey_compare_params_t *params,
+                                      int *result);
+#endif
+
+/* The device address reaches this interface's port (atomicx_iface.c) */
+int uct_atomicx_iface_is_reachable(const uct_iface_h tl_iface,
+                                   const uct_device_addr_t *dev_addr,
+                                   const uct_iface_addr_t *iface_addr);
 
 /* ABI guard: UCS_OK when libuct's class sizes are the compiled ones */
 ucs_status_t uct_atomicx_abi_check(size_t iface_class_size,

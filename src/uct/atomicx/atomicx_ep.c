@@ -751,7 +751,9 @@ ucs_status_t uct_atomicx_ep_connect_to_ep(uct_ep_h tl_ep,
         return status;
     }
 
-    ep->connected = 1;
+    ep->remote_dev    = remote_dev;
+    ep->remote_qp_num = remote_ep.qp_num;
+    ep->connected     = 1;
     uct_atomicx_ep_dispatch_pending(ep);
     return UCS_OK;
 }

@@ -147,9 +147,9 @@ static ucs_status_t uct_atomicx_iface_get_device_address(uct_iface_h tl_iface,
 }
 
 
-static int uct_atomicx_iface_is_reachable(const uct_iface_h tl_iface,
-                                          const uct_device_addr_t *dev_addr,
-                                          const uct_iface_addr_t *iface_addr)
+int uct_atomicx_iface_is_reachable(const uct_iface_h tl_iface,
+                                   const uct_device_addr_t *dev_addr,
+                                   const uct_iface_addr_t *iface_addr)
 {
     uct_atomicx_iface_t *iface = ucs_derived_of(tl_iface, uct_atomicx_iface_t);
     uct_atomicx_dev_addr_t remote;
@@ -271,7 +271,7 @@ static UCS_CLASS_INIT_FUNC(uct_atomicx_iface_t, uct_md_h tl_md,
 
     UCS_CLASS_CALL_SUPER_INIT(
             uct_base_iface_t, &uct_atomicx_iface_ops,
-            &uct_base_iface_internal_ops, tl_md, worker, params,
+            uct_atomicx_iface_internal_ops, tl_md, worker, params,
             tl_config UCS_STATS_ARG(
                     (params->field_mask & UCT_IFACE_PARAM_FIELD_STATS_ROOT) ?
                             params->stats_root : NULL)

@@ -1,13 +1,16 @@
 /**
  * atomicx: registration with libuct, guarded against an ABI mismatch.
  *
- * UCX 1.13 loads only the modules named at its build time, so this library is
- * loaded by linking or LD_PRELOAD and registers itself from a constructor.
+ * It registers itself from a constructor: UCX >= 1.22 runs it when it loads
+ * the library as a module (from its module directory or UCX_PLUGIN_PATH);
+ * UCX 1.13 loads only the modules named at its build time, so there it runs
+ * when the library is linked or preloaded.
  */
 
 #include "atomicx.h"
 
 #include <ucs/debug/log.h>
+#include <string.h>
 
 
 static int uct_atomicx_registered = 0;
@@ -38,10 +41,33 @@ int uct_atomicx_is_registered(void)
 }
 
 
+/* Another copy of atomicx already registered: linked and also found in a
+ * module directory, preloaded and also a module, ... */
+static int uct_atomicx_other_copy_registered(void)
+{
+    uct_component_t *component;
+
+    ucs_list_for_each(component, &uct_components_list, list) {
+        if (!strcmp(component->name, UCT_ATOMICX_NAME)) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
 static void UCS_F_CTOR uct_atomicx_init(void)
 {
-    if (uct_atomicx_abi_check(uct_base_iface_t_class.size,
-                              uct_base_ep_t_class.size) != UCS_OK) {
+    if ((uct_atomicx_version_check() != UCS_OK) ||
+        (uct_atomicx_abi_check(uct_base_iface_t_class.size,
+                               uct_base_ep_t_class.size) != UCS_OK)) {
+        return;
+    }
+
+    if (uct_atomicx_other_copy_registered()) {
+        ucs_debug("atomicx: another copy of the transport is registered "
+                  "already; this one stays unregistered");
         return;
     }
 

@@ -101,7 +101,7 @@ uct_atomicx_query_md_resources(uct_component_t *component,
 }
 
 
-static void uct_atomicx_md_close(uct_md_h tl_md)
+void uct_atomicx_md_close(uct_md_h tl_md)
 {
     uct_atomicx_md_t *md = ucs_derived_of(tl_md, uct_atomicx_md_t);
 
@@ -111,26 +111,34 @@ static void uct_atomicx_md_close(uct_md_h tl_md)
 }
 
 
-static ucs_status_t uct_atomicx_md_query(uct_md_h tl_md, uct_md_attr_t *attr)
+ucs_status_t uct_atomicx_md_query(uct_md_h tl_md, uct_atomicx_md_attr_t *attr)
 {
-    attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
-    attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    attr->cap.alloc_mem_types  = 0;
-    attr->cap.detect_mem_types = 0;
-    attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    attr->cap.max_alloc        = 0;
-    attr->cap.max_reg          = ULONG_MAX;
-    attr->rkey_packed_size     = sizeof(uint32_t);
+#if ATOMICX_UCT_MD_QUERY_V2
+    uct_md_base_md_query(attr); /* every field its default */
+    attr->reg_alignment                        = 1;
+#else
+    attr->cap.alloc_mem_types                  = 0;
+    attr->cap.detect_mem_types                 = 0;
+    attr->cap.max_alloc                        = 0;
+#endif
+    UCT_ATOMICX_MD_CAP(attr, flags)            = UCT_MD_FLAG_REG |
+                                                 UCT_MD_FLAG_NEED_RKEY;
+    UCT_ATOMICX_MD_CAP(attr, reg_mem_types)    =
+            UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    UCT_ATOMICX_MD_CAP(attr, access_mem_types) =
+            UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    UCT_ATOMICX_MD_CAP(attr, max_reg)          = ULONG_MAX;
+    attr->rkey_packed_size                     = sizeof(uint32_t);
     /* ibv_reg_mr pins pages: a syscall plus a per-page cost */
-    attr->reg_cost             = ucs_linear_func_make(16e-6, 0.06e-9);
+    attr->reg_cost                             = ucs_linear_func_make(16e-6,
+                                                                      0.06e-9);
     memset(&attr->local_cpus, 0xff, sizeof(attr->local_cpus));
     return UCS_OK;
 }
 
 
-static ucs_status_t uct_atomicx_mem_reg(uct_md_h tl_md, void *address,
-                                        size_t length, unsigned flags,
-                                        uct_mem_h *memh_p)
+ucs_status_t uct_atomicx_mem_reg(uct_md_h tl_md, void *address, size_t length,
+                                 UCT_ATOMICX_MEM_REG_ARGS, uct_mem_h *memh_p)
 {
     uct_atomicx_md_t *md = ucs_derived_of(tl_md, uct_atomicx_md_t);
     struct ibv_mr *mr;
@@ -138,7 +146,7 @@ static ucs_status_t uct_atomicx_mem_reg(uct_md_h tl_md, void *address,
     mr = ibv_reg_mr(md->pd, address, ucs_max(length, 1),
                     UCT_ATOMICX_MR_ACCESS);
     if (mr == NULL) {
-        uct_md_log_mem_reg_error(flags,
+        uct_md_log_mem_reg_error(UCT_ATOMICX_MEM_REG_FLAGS,
                                  "%s: ibv_reg_mr(address %p length %zu) "
                                  "failed: %m", md->dev_name, address, length);
         return UCS_ERR_IO_ERROR;
@@ -152,7 +160,7 @@ static ucs_status_t uct_atomicx_mem_reg(uct_md_h tl_md, void *address,
 }
 
 
-static ucs_status_t
+ucs_status_t
 uct_atomicx_mem_dereg(uct_md_h tl_md, const uct_md_mem_dereg_params_t *params)
 {
     struct ibv_mr *mr;
@@ -169,8 +177,9 @@ uct_atomicx_mem_dereg(uct_md_h tl_md, const uct_md_mem_dereg_params_t *params)
 }
 
 
-static ucs_status_t
+ucs_status_t
 uct_atomicx_mkey_pack(uct_md_h tl_md, uct_mem_h memh,
+                      UCT_ATOMICX_MKEY_PACK_ARGS
                       const uct_md_mkey_pack_params_t *params,
                       void *rkey_buffer)
 {
@@ -184,6 +193,7 @@ uct_atomicx_mkey_pack(uct_md_h tl_md, uct_mem_h memh,
 
 static ucs_status_t uct_atomicx_rkey_unpack(uct_component_t *component,
                                             const void *rkey_buffer,
+                                            UCT_ATOMICX_RKEY_UNPACK_ARGS
                                             uct_rkey_t *rkey_p,
                                             void **handle_p)
 {
@@ -194,27 +204,6 @@ static ucs_status_t uct_atomicx_rkey_unpack(uct_component_t *component,
     *handle_p = NULL;
     return UCS_OK;
 }
-
-
-static uct_md_ops_t uct_atomicx_md_ops = {
-    .close                  = uct_atomicx_md_close,
-    .query                  = uct_atomicx_md_query,
-    .mem_alloc              = (uct_md_mem_alloc_func_t)
-                                      ucs_empty_function_return_unsupported,
-    .mem_free               = (uct_md_mem_free_func_t)
-                                      ucs_empty_function_return_unsupported,
-    .mem_advise             = (uct_md_mem_advise_func_t)
-                                      ucs_empty_function_return_unsupported,
-    .mem_reg                = uct_atomicx_mem_reg,
-    .mem_dereg              = uct_atomicx_mem_dereg,
-    .mem_query              = (uct_md_mem_query_func_t)
-                                      ucs_empty_function_return_unsupported,
-    .mkey_pack              = uct_atomicx_mkey_pack,
-    .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)
-                                      ucs_empty_function_return_zero_int,
-    .detect_memory_type     = (uct_md_detect_memory_type_func_t)
-                                      ucs_empty_function_return_unsupported
-};
 
 
 static ucs_status_t uct_atomicx_md_open(uct_component_t *component,
@@ -356,6 +345,9 @@ uct_component_t uct_atomicx_component = {
                                   ucs_empty_function_return_unsupported,
     .rkey_release       = (uct_component_rkey_release_func_t)
                                   ucs_empty_function_return_success,
+#if ATOMICX_UCT_COMPONENT_RKEY_COMPARE
+    .rkey_compare       = uct_atomicx_rkey_compare,
+#endif
     .name               = UCT_ATOMICX_NAME,
     .md_config          = {
         .name           = "atomicx memory domain",
