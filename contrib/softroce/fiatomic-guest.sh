@@ -31,7 +31,10 @@ if [ "${1:-}" != "--in-guest" ]; then
 fi
 
 build=$2
-export LD_PRELOAD="$build/src/uct/atomicx/.libs/libuct_atomicx.so.0"
+# atomicx by UCX_PLUGIN_PATH on a UCX that loads modules (>= 1.22), else by
+# LD_PRELOAD (see ucx-of-build.sh)
+eval "$("$here/ucx-of-build.sh" "$build")" || exit 1
+export "${load_env[@]}"
 export UCX_TLS=atomicx,tcp
 
 run_all() {

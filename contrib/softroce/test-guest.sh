@@ -6,12 +6,17 @@
 # On the host: builds the guest test programs in <build-dir>, then boots the
 # soft-RoCE guest (run-in-guest.sh) and runs this same script inside it.
 # In the guest (ATOMICX_GUEST=1): runs the suites against rxe0 and exits
-# non-zero if any fails. Suites (default: all):
+# non-zero if any fails. The UCX is the one <build-dir> was configured with
+# (--with-ucx); a UCX that loads transport modules from directories (>= 1.22)
+# finds atomicx through UCX_PLUGIN_PATH, an older one gets it by LD_PRELOAD.
+# Suites (default: uct ucp perftest compare bench):
+#   info      ucx_info -d lists atomicx on the device (no LD_PRELOAD on >= 1.22)
 #   uct       UCT-level gtest suite (test_atomicx_uct)
 #   ucp       UCP-level gtest suite with UCX_TLS=atomicx,tcp (test_atomicx_ucp)
 #   perftest  ucx_perftest UCT and UCP atomic tests over atomicx
 #   compare   the UCP ones over rc_verbs, reported for comparison (not judged)
 #   bench     latency of atomicx fadd / ucp_fadd against ib_atomic_lat
+#   fiatomic  libfiatomic over atomicx (fiatomic-guest.sh), in the same boot
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
@@ -25,6 +30,10 @@ if [ "${ATOMICX_GUEST:-}" != 1 ]; then
     # Host side: the guest sees the host's files read-only, so build first.
     echo "test-guest: building the atomicx guest programs in $build"
     make -C "$build/src/uct/atomicx" -j"$(nproc)" >/dev/null &&
+        if [[ " ${suites[*]} " == *" fiatomic "* ]]; then
+            make -C "$build/src" -j"$(nproc)" >/dev/null &&
+            make -C "$build/test/gtest" -j"$(nproc)" test_fiatomic fiatomic_test_peer >/dev/null
+        fi &&
         make -C "$build/test/gtest" -j"$(nproc)" test_atomicx_uct \
             test_atomicx_ucp >/dev/null ||
         { echo "test-guest: build failed" >&2; exit 1; }
@@ -33,6 +42,9 @@ fi
 
 # ---- In the guest --------------------------------------------------------
 lib=$build/src/uct/atomicx/.libs/libuct_atomicx.so.0
+# How the UCX of this build finds atomicx, and its tools (ucx_perftest)
+eval "$("$here/ucx-of-build.sh" "$build")" || exit 1
+echo "test-guest: UCX $ucx_version${ucx_prefix:+ from $ucx_prefix}; atomicx loaded by: ${load_env[*]}"
 dev=${ATOMICX_TEST_DEV:-rxe0:1}
 out=${ATOMICX_GUEST_OUT:-/tmp}
 failed=()
@@ -91,13 +103,13 @@ perf_pair() {
 perftest_suite() {
     local n=${ATOMICX_PERFTEST_ITERS:-2000} t
     for t in fadd swap cswap add_lat add_mr; do
-        run "ucx_perftest uct $t atomicx" perf_pair LD_PRELOAD="$lib" -- \
+        run "ucx_perftest uct $t atomicx" perf_pair "${load_env[@]}" -- \
             -x atomicx -d "$dev" -t "$t" -n "$n"
     done
     for t in ucp_add ucp_fadd ucp_swap ucp_cswap; do
-        run "ucx_perftest $t atomicx,tcp" perf_pair LD_PRELOAD="$lib" \
+        run "ucx_perftest $t atomicx,tcp" perf_pair "${load_env[@]}" \
             UCX_TLS=atomicx,tcp -- -t "$t" -n "$n"
-        run "ucx_perftest $t atomicx,tcp -o" perf_pair LD_PRELOAD="$lib" \
+        run "ucx_perftest $t atomicx,tcp -o" perf_pair "${load_env[@]}" \
             UCX_TLS=atomicx,tcp -- -t "$t" -n "$n" -o
     done
 }
@@ -165,11 +177,11 @@ bench_suite() {
     # (no process substitution: the guest has no /dev/fd)
     read -r ib_typ ib_avg <<<"$(awk '$1 == 8 && NF >= 6 { print $5, $6 }' "$clog")"
 
-    perf_pair LD_PRELOAD="$lib" -- -x atomicx -d "$dev" -t fadd -n "$n"         >"$clog" || { cat "$clog"; return 1; }
+    perf_pair "${load_env[@]}" -- -x atomicx -d "$dev" -t fadd -n "$n"         >"$clog" || { cat "$clog"; return 1; }
     cat "$clog"
     read -r uct_med uct_avg <<<"$(awk '$1 == "Final:" { print $3, $4 }' "$clog")"
 
-    perf_pair LD_PRELOAD="$lib" UCX_TLS=atomicx,tcp -- -t ucp_fadd -n "$n"         >"$clog" || { cat "$clog"; return 1; }
+    perf_pair "${load_env[@]}" UCX_TLS=atomicx,tcp -- -t ucp_fadd -n "$n"         >"$clog" || { cat "$clog"; return 1; }
     cat "$clog"
     read -r ucp_med ucp_avg <<<"$(awk '$1 == "Final:" { print $3, $4 }' "$clog")"
     rm -f "$slog" "$clog"
@@ -191,10 +203,26 @@ bench_suite() {
     }' | tee -a "$out/atomicx-bench.txt"
 }
 
+# ucx_info -d lists atomicx on the device, loaded as the build says
+info_suite() {
+    local out
+    out=$(env "${load_env[@]}" ucx_info -d 2>&1) || { echo "$out"; return 1; }
+    echo "$out" | grep -E '^# *(Memory domain|Component|Transport|Device):' |
+        grep -B3 -A1 atomicx
+    echo "$out" | awk -v dev="$dev" '
+        /^# *Transport: / { tl = $3 }
+        /^# *Device: /    { if (tl == "atomicx" && $3 == dev) found = 1 }
+        END { exit !found }' ||
+        { echo "info: ucx_info -d does not list atomicx on $dev"; return 1; }
+    echo "info: ucx_info -d lists atomicx on $dev (${load_env[*]})"
+}
+
 run_suites() {
 local s
 for s in "$@"; do
     case $s in
+    info) run "ucx_info -d lists atomicx" info_suite ;;
+    fiatomic) run "libfiatomic over atomicx" "$here/fiatomic-guest.sh" --in-guest "$build" ;;
     uct) run "gtest test_atomicx_uct" gtest test_atomicx_uct ;;
     ucp) run "gtest test_atomicx_ucp" env UCX_TLS=atomicx,tcp \
              "$build/test/gtest/test_atomicx_ucp" --gtest_color=no ;;
