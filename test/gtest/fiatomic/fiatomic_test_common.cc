@@ -334,24 +334,44 @@ void ucp_setup_destroy(ucp_setup *setup)
     }
 }
 
+/* Progresses until a UCP request completes or the deadline passes (the
+ * request is then released when it completes) */
+static void ucp_request_wait_until(ucp_worker_h worker, ucs_status_ptr_t req,
+                                   double deadline)
+{
+    ucs_status_t status;
+
+    if (!UCS_PTR_IS_PTR(req)) {
+        return;
+    }
+    do {
+        ucp_worker_progress(worker);
+        status = ucp_request_check_status(req);
+    } while ((status == UCS_INPROGRESS) && (now_sec() < deadline));
+    ucp_request_free(req);
+}
+
 void ucp_ep_close_blocking(ucp_worker_h worker, ucp_ep_h ep, bool force)
 {
     ucp_request_param_t param;
-    ucs_status_ptr_t req;
-    ucs_status_t status;
     double deadline = now_sec() + 30.0;
 
     memset(&param, 0, sizeof(param));
+    if (!force) {
+        /* Settle first: flush while the peer still progresses, so that the
+         * endpoint owes it nothing (wireup's request sent, its reply
+         * received). An endpoint closed right after ucp_ep_create can
+         * otherwise still hold wireup's REQ in the pending queue of a tcp
+         * lane whose connection is being set up, and UCX 1.13.1 aborts
+         * (ucp_request.c:684, from uct_tcp_ep_pending_purge) when a close
+         * or a failure purges it; the peer, left with its reply pending on
+         * a connection to a process that is gone, fails the same way. */
+        ucp_request_wait_until(worker, ucp_ep_flush_nbx(ep, &param),
+                               now_sec() + 10.0);
+    }
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags        = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
-    req = ucp_ep_close_nbx(ep, &param);
-    if (UCS_PTR_IS_PTR(req)) {
-        do {
-            ucp_worker_progress(worker);
-            status = ucp_request_check_status(req);
-        } while ((status == UCS_INPROGRESS) && (now_sec() < deadline));
-        ucp_request_free(req);
-    }
+    ucp_request_wait_until(worker, ucp_ep_close_nbx(ep, &param), deadline);
 }
 
 double now_sec()

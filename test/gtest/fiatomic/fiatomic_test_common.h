@@ -197,7 +197,9 @@ ucs_status_t ucp_setup_create(const std::vector<std::pair<std::string,
 bool peer_am_from_env();
 void ucp_setup_destroy(ucp_setup *setup);
 
-/** Close a ucp endpoint (flush, or force after a failure), progressing. */
+/** Close a ucp endpoint, progressing: flushed first (bounded) so that no
+ *  wireup message is left pending, or forced after a failure (the peer
+ *  gone or the endpoint failed: no flush). */
 void ucp_ep_close_blocking(ucp_worker_h worker, ucp_ep_h ep, bool force);
 
 /** Monotonic seconds. */

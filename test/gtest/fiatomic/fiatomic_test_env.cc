@@ -954,7 +954,9 @@ bool connection::create_second_ep(ucp_ep_h *ucp_ep, fiatomic_ep_h *ep,
     if (status != UCS_OK) {
         *error = std::string("fiatomic_ep_create: ") +
                  ucs_status_string(status);
-        ucp_ep_close_blocking(m_setup.worker, *ucp_ep, true);
+        /* the peer is alive: a flushed close, never a forced one while
+         * wireup may still be under way */
+        ucp_ep_close_blocking(m_setup.worker, *ucp_ep, false);
         return false;
     }
     return true;
