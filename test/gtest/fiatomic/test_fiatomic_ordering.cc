@@ -11,6 +11,7 @@
 
 #include <complex.h>
 
+#include <iostream>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -73,6 +74,20 @@ value_t val(int dt, int64_t v)
         return bytes;
     }
     return int_value(dt, v);
+}
+
+/* The reference model leaves the padding of a long double it computed
+ * unspecified (whatever its stack held: 6 of each part's 16 bytes); the
+ * library leaves the target's padding untouched. The later operation may
+ * read those bytes as integers: take them from the image before. */
+void keep_ldc_padding(std::vector<uint8_t> &expected,
+                      const std::vector<uint8_t> &before, size_t off,
+                      size_t n)
+{
+    for (size_t i = 0; i < 2 * n; ++i) {
+        size_t pad = off + i * 16 + 10;
+        memcpy(&expected[pad], &before[pad], 6);
+    }
 }
 
 struct order_case {
@@ -222,6 +237,9 @@ void ordering::trial(const ocell &e, const ocell &l, size_t n,
                            eops.data() + i * se, ecmp.data() + i * se,
                            &efetched[i * se]);
     }
+    if (is_ldc(e)) {
+        keep_ldc_padding(expected, image, off, n);
+    }
     /* L's compare: what E left there (its CSWAP wins in program order
      * only), or all ones (MSWAP: every bit from the operand), or above
      * anything (CSWAP_GT) */
@@ -233,8 +251,12 @@ void ordering::trial(const ocell &e, const ocell &l, size_t n,
         value_t big = val(l.dt, 1000000);
         memcpy(lcmp.data(), big.data(), sl);
     }
+    std::vector<uint8_t> before_l = expected;
     fiatomic_ref_apply(l.family, l.op, l.dt, &expected[loff], lop.data(),
                        lcmp.data(), lfetched.data());
+    if (is_ldc(l)) {
+        keep_ldc_padding(expected, before_l, loff, 1);
+    }
 
     ASSERT_TRUE(m_conn->tgt().write(0, 0, image.data(), len, &error))
             << error;
@@ -347,6 +369,22 @@ TEST_P(ordering, overlapping_in_program_order)
             }
         }
         close_ep();
+
+        /* which strategy pairs ran (earlier>later): the coverage differs
+         * per transport and forced strategy */
+        std::set<std::pair<int, int>> pairs;
+        for (const auto &c : covered) {
+            pairs.insert(std::make_pair(std::get<0>(c), std::get<1>(c)));
+        }
+        std::cout << "[ INFO     ] " << oc.name << ": " << covered.size()
+                  << " trials, strategy pairs";
+        for (const auto &p : pairs) {
+            std::cout << " "
+                      << fiatomic_strategy_name((fiatomic_strategy_t)p.first)
+                      << ">"
+                      << fiatomic_strategy_name((fiatomic_strategy_t)p.second);
+        }
+        std::cout << std::endl;
     }
 }
 
