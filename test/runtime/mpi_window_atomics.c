@@ -36,8 +36,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "timing.h"
 
 #define MAX_RANKS   64
 #define MAX_TICKETS (64 * 1024)
@@ -74,12 +75,6 @@ static void check_eq(const char *section, const char *what,
         }                                                                     \
     } while (0)
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* With MPI_WINDOW_ATOMICS_TRACE=1 every rank says where it is (to find
  * where a run hangs). */
@@ -124,6 +119,33 @@ static long long replace_token(int rank, int i)
 {
     return ((long long)(rank + 1) << 32) + i + 1;
 }
+
+/* Increments field of rank 0's area by a compare-and-swap loop, as a
+ * lock-free runtime does: read, then compare-and-swap until no other rank
+ * came in between; gives up (failed check, abort) after SPIN_LIMIT_S. */
+#define CAS_INCREMENT(T, MPI_T, field)                                        \
+    do {                                                                      \
+        T seen_ = 0, next_, got_;                                             \
+        MPI_OK(MPI_Fetch_and_op(NULL, &seen_, MPI_T, 0, base0 + DISP(field),  \
+                                MPI_NO_OP, win));                             \
+        MPI_OK(MPI_Win_flush(0, win));                                        \
+        double t0_ = now_s();                                                 \
+        for (;;) {                                                            \
+            next_ = seen_ + 1;                                                \
+            MPI_OK(MPI_Compare_and_swap(&next_, &seen_, &got_, MPI_T, 0,      \
+                                        base0 + DISP(field), win));           \
+            MPI_OK(MPI_Win_flush(0, win));                                    \
+            if (got_ == seen_) {                                              \
+                break;                                                        \
+            }                                                                 \
+            seen_ = got_;                                                     \
+            if (now_s() - t0_ > SPIN_LIMIT_S) {                               \
+                check_eq(section, "Compare_and_swap " #MPI_T " loop finished", \
+                         1, 0);                                               \
+                MPI_Abort(MPI_COMM_WORLD, 1);                                 \
+            }                                                                 \
+        }                                                                     \
+    } while (0)
 
 /* fetch_and_op / CAS / accumulate on `base` (the area's address in the
  * target for a dynamic window, 0 for an allocated one) of target rank 0. */
@@ -172,44 +194,8 @@ static void hammer(const char *section, MPI_Win win, MPI_Aint base0,
         MPI_OK(MPI_Win_flush_all(win));
 
         /* Compare-and-swap increments, 8 and 4 bytes. */
-        long long seen_ll = 0, next_ll;
-        MPI_OK(MPI_Fetch_and_op(NULL, &seen_ll, MPI_LONG_LONG, 0,
-                                base0 + DISP(cas_ll), MPI_NO_OP, win));
-        MPI_OK(MPI_Win_flush(0, win));
-        double t0 = now_s();
-        for (;;) {
-            next_ll = seen_ll + 1;
-            MPI_OK(MPI_Compare_and_swap(&next_ll, &seen_ll, &r_ll, MPI_LONG_LONG,
-                                        0, base0 + DISP(cas_ll), win));
-            MPI_OK(MPI_Win_flush(0, win));
-            if (r_ll == seen_ll) {
-                break;
-            }
-            seen_ll = r_ll;
-            if (now_s() - t0 > SPIN_LIMIT_S) {
-                check_eq(section, "Compare_and_swap LONG_LONG loop finished", 1, 0);
-                MPI_Abort(MPI_COMM_WORLD, 1);
-            }
-        }
-        int seen_i = 0, next_i;
-        MPI_OK(MPI_Fetch_and_op(NULL, &seen_i, MPI_INT, 0, base0 + DISP(cas_i),
-                                MPI_NO_OP, win));
-        MPI_OK(MPI_Win_flush(0, win));
-        t0 = now_s();
-        for (;;) {
-            next_i = seen_i + 1;
-            MPI_OK(MPI_Compare_and_swap(&next_i, &seen_i, &r_i, MPI_INT, 0,
-                                        base0 + DISP(cas_i), win));
-            MPI_OK(MPI_Win_flush(0, win));
-            if (r_i == seen_i) {
-                break;
-            }
-            seen_i = r_i;
-            if (now_s() - t0 > SPIN_LIMIT_S) {
-                check_eq(section, "Compare_and_swap INT loop finished", 1, 0);
-                MPI_Abort(MPI_COMM_WORLD, 1);
-            }
-        }
+        CAS_INCREMENT(long long, MPI_LONG_LONG, cas_ll);
+        CAS_INCREMENT(int, MPI_INT, cas_i);
 
         trace(section, "accumulates", i);
         /* Accumulates, completed by a flush_all every 4 iterations. */
@@ -459,23 +445,6 @@ static void dynamic(int iters)
 
 /* ---- Latency: rank 0 -> rank 1 while rank 1 waits in a barrier --------- */
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static void report(const char *name, double *t, int n)
-{
-    double sum = 0;
-    for (int i = 0; i < n; ++i) {
-        sum += t[i];
-    }
-    qsort(t, n, sizeof(*t), cmp_double);
-    printf("bench: %s: median %.1f us, mean %.1f us, %d ops\n", name,
-           t[n / 2] * 1e6, sum / n * 1e6, n);
-}
-
 static void bench(int n)
 {
     long long *w;
@@ -501,7 +470,7 @@ static void bench(int n)
             }
             check_eq("bench", "Fetch_and_op SUM", expect++, r);
         }
-        report("MPI_Fetch_and_op", t, n);
+        report_latency("MPI_Fetch_and_op", t, n);
         for (int i = 0; i < n; ++i) {
             double t0 = now_s();
             next = expect + 1;
@@ -510,7 +479,7 @@ static void bench(int n)
             t[i] = now_s() - t0;
             check_eq("bench", "Compare_and_swap", expect++, r);
         }
-        report("MPI_Compare_and_swap", t, n);
+        report_latency("MPI_Compare_and_swap", t, n);
         MPI_OK(MPI_Win_unlock_all(win));
         free(t);
     }

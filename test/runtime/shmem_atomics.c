@@ -1,7 +1,8 @@
 /*
  * OpenSHMEM 1.4 atomics, checked against a local model.
  *
- *   oshrun -np <2|4> shmem_atomics [--iters N]     functional, contention,
+ *   oshrun -np <2|4> shmem_atomics [--iters N] [--bursts N]
+ *                                                  functional, contention,
  *                                                  bursts
  *     ... --then-cswap32     and then the 4-byte compare-swaps (see below)
  *   oshrun -np 2     shmem_atomics --cswap32       4-byte compare-swaps only
@@ -17,11 +18,13 @@
  * shmem_barrier_all in turn. At the end the owner of each slot compares its
  * memory with the final model value the origin put there.
  *
- * Bursts: 300 non-fetching atomics per PE in flight (more than a send
- * queue holds), a shmem_fence in the middle, then shmem_quiet, after which
- * the PE's own additions must all be visible; totals checked by all PEs.
+ * Bursts (--bursts rounds, default 3): 300 non-fetching atomics per PE in
+ * flight (more than a send queue holds), a shmem_fence in the middle, then
+ * shmem_quiet, after which the PE's own additions must all be visible;
+ * totals checked by all PEs.
  *
- * Contention part: all PEs hammer words on PE 0 (which hammers its own):
+ * Contention part, first with PEs 0 and 1, then with all PEs (the others
+ * wait): the PEs hammer words on PE 0 (which hammers its own):
  * fetch_inc tickets must be unique (checked with fetch_or on a bitmap) and
  * increasing per PE, counters must add up exactly, compare-swap increment
  * loops must lose nothing, swaps must conserve the sum of the tokens, each
@@ -31,8 +34,8 @@
  *
  * The 4-byte compare-swaps (shmem_int_cswap, shmem_{int,uint}_atomic_-
  * compare_swap, shmemx_int32_cswap) are only run with --cswap32 or, after
- * everything else has been checked and summed up, --then-cswap32: Open MPI 4.1.4's atomic ucx
- * component stores the 8-byte operand into the caller's 4-byte result
+ * everything else has been checked and summed up, --then-cswap32: Open MPI
+ * 4.1.4's atomic ucx component stores the 8-byte operand into the caller's 4-byte result
  * (atomic_ucx_cswap.c, "*prev = value" with a uint64_t *prev), which
  * overwrites the stack of the calling function and is caught by the stack
  * protector ("stack smashing detected"), whatever the transport.
@@ -49,8 +52,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "timing.h"
 
 #define MAX_PES      64
 #define MAX_TICKETS  (64 * 1024)
@@ -83,12 +87,6 @@ static void order_after_nonfetch(void)
     }
 }
 
-/* Symmetric slots: slot[i] on PE p is written by origin i only. The final
- * model value is put into expect[i] on the same PE. */
-#define SLOTS(TN, T)                                 \
-    static T slot_##TN[MAX_PES], self_##TN[MAX_PES], \
-             expect_##TN[MAX_PES], expect_self_##TN[MAX_PES];
-
 /* Start values with the high bit and bits in both halves set, so that sign,
  * width and carries are visible. */
 #define START(T) ((T)(sizeof(T) == 8 ? 0x8123456789abcdefULL + (unsigned)me : \
@@ -98,155 +96,147 @@ static void order_after_nonfetch(void)
 /* Crosses the 32-bit (or 16-bit) boundary on add. */
 #define ADDEND(T) ((T)(sizeof(T) == 8 ? 0xffffffffULL : 0xffffULL))
 
-/* Standard atomics, OpenSHMEM 1.4 names, on word *w of PE pe. The model is
- * kept in the unsigned type UT (no signed overflow in the model). */
-#define STD_SEQ(TN, T, UT, w, pe, what, with_cswap)                            \
-    do {                                                                       \
-        UT m = (UT)START(T);                                                   \
-        T r;                                                                   \
-        shmem_##TN##_atomic_set(w, (T)m, pe);                                  \
-        order_after_nonfetch();                                                \
-        r = shmem_##TN##_atomic_fetch(w, pe);                                  \
-        check_eq(what, #TN, "atomic_set+atomic_fetch", m, (UT)r);              \
-        r = shmem_##TN##_atomic_swap(w, (T)OTHER(T), pe);                      \
-        check_eq(what, #TN, "atomic_swap", m, (UT)r);                          \
-        m = (UT)OTHER(T);                                                      \
-        shmem_##TN##_atomic_inc(w, pe);                                        \
-        m += 1;                                                                \
-        order_after_nonfetch();                                                \
-        r = shmem_##TN##_atomic_fetch_inc(w, pe);                              \
-        check_eq(what, #TN, "atomic_inc+atomic_fetch_inc", m, (UT)r);          \
-        m += 1;                                                                \
-        shmem_##TN##_atomic_add(w, ADDEND(T), pe);                             \
-        m += (UT)ADDEND(T);                                                    \
-        order_after_nonfetch();                                                \
-        r = shmem_##TN##_atomic_fetch_add(w, (T)-3, pe);                       \
-        check_eq(what, #TN, "atomic_add+atomic_fetch_add", m, (UT)r);          \
-        m -= 3;                                                                \
-        if (with_cswap) {                                                      \
-            r = shmem_##TN##_atomic_compare_swap(w, (T)(m + 1), (T)START(T),   \
-                                                 pe);                          \
-            check_eq(what, #TN, "atomic_compare_swap (no match)", m, (UT)r);   \
-            r = shmem_##TN##_atomic_compare_swap(w, (T)m, (T)START(T), pe);    \
-            check_eq(what, #TN, "atomic_compare_swap (match)", m, (UT)r);      \
-            m = (UT)START(T);                                                  \
-        }                                                                      \
-        r = shmem_##TN##_atomic_fetch(w, pe);                                  \
-        check_eq(what, #TN, "atomic_fetch", m, (UT)r);                         \
-        final = (T)m;                                                          \
-    } while (0)
+#define STR_(x) #x
+#define STR(x)  STR_(x)
 
-/* The same with the names OpenSHMEM 1.4 deprecates. */
-#define OLD_SEQ(TN, T, UT, w, pe, what, with_cswap)                            \
-    do {                                                                       \
-        UT m = (UT)OTHER(T);                                                   \
-        T r;                                                                   \
-        shmem_##TN##_set(w, (T)m, pe);                                         \
-        order_after_nonfetch();                                                \
-        r = shmem_##TN##_fetch(w, pe);                                         \
-        check_eq(what, #TN, "set+fetch", m, (UT)r);                            \
-        r = shmem_##TN##_swap(w, (T)START(T), pe);                             \
-        check_eq(what, #TN, "swap", m, (UT)r);                                 \
+/* The two name families of the arithmetic atomics: OpenSHMEM 1.4's and the
+ * ones it deprecates. OP(F, TN, op) is the function, e.g. OP(std, int, finc)
+ * = shmem_int_atomic_fetch_inc, OP(old, int, finc) = shmem_int_finc. */
+#define OP(F, TN, op) F##_##op(TN)
+#define std_set(TN)   shmem_##TN##_atomic_set
+#define std_fetch(TN) shmem_##TN##_atomic_fetch
+#define std_swap(TN)  shmem_##TN##_atomic_swap
+#define std_inc(TN)   shmem_##TN##_atomic_inc
+#define std_finc(TN)  shmem_##TN##_atomic_fetch_inc
+#define std_add(TN)   shmem_##TN##_atomic_add
+#define std_fadd(TN)  shmem_##TN##_atomic_fetch_add
+#define std_cswap(TN) shmem_##TN##_atomic_compare_swap
+#define old_set(TN)   shmem_##TN##_set
+#define old_fetch(TN) shmem_##TN##_fetch
+#define old_swap(TN)  shmem_##TN##_swap
+#define old_inc(TN)   shmem_##TN##_inc
+#define old_finc(TN)  shmem_##TN##_finc
+#define old_add(TN)   shmem_##TN##_add
+#define old_fadd(TN)  shmem_##TN##_fadd
+#define old_cswap(TN) shmem_##TN##_cswap
+
+/* Checks what `r` fetched against the model `m`, naming the operations. */
+#define CHECK(UT, TN, ops) check_eq(what, #TN, ops, (unsigned long long)m, (UT)r)
+
+/* Arithmetic atomics of family F on word *w of PE pe, each fetched value
+ * against the model m, kept in the unsigned type UT (no signed overflow in
+ * the model). CS: with the compare-swaps (not on 4-byte types, see the top).
+ * Returns the final value. */
+#define ARITH_SEQ(F, TN, T, UT, CS)                                            \
+    UT m = (UT)START(T);                                                       \
+    T r;                                                                       \
+    OP(F, TN, set)(w, (T)m, pe);                                               \
+    order_after_nonfetch();                                                    \
+    r = OP(F, TN, fetch)(w, pe);                                               \
+    CHECK(UT, TN, STR(OP(F, TN, set)) "+" STR(OP(F, TN, fetch)));               \
+    r = OP(F, TN, swap)(w, (T)OTHER(T), pe);                                   \
+    CHECK(UT, TN, STR(OP(F, TN, swap)));                                        \
+    m = (UT)OTHER(T);                                                          \
+    OP(F, TN, inc)(w, pe);                                                     \
+    m += 1;                                                                    \
+    order_after_nonfetch();                                                    \
+    r = OP(F, TN, finc)(w, pe);                                                \
+    CHECK(UT, TN, STR(OP(F, TN, inc)) "+" STR(OP(F, TN, finc)));                \
+    m += 1;                                                                    \
+    OP(F, TN, add)(w, ADDEND(T), pe);                                          \
+    m += (UT)ADDEND(T);                                                        \
+    order_after_nonfetch();                                                    \
+    r = OP(F, TN, fadd)(w, (T)-3, pe);                                         \
+    CHECK(UT, TN, STR(OP(F, TN, add)) "+" STR(OP(F, TN, fadd)));                \
+    m -= 3;                                                                    \
+    if (CS) {                                                                  \
+        r = OP(F, TN, cswap)(w, (T)(m + 1), (T)START(T), pe);                  \
+        CHECK(UT, TN, STR(OP(F, TN, cswap)) " (no match)");                     \
+        r = OP(F, TN, cswap)(w, (T)m, (T)START(T), pe);                        \
+        CHECK(UT, TN, STR(OP(F, TN, cswap)) " (match)");                        \
         m = (UT)START(T);                                                      \
-        shmem_##TN##_inc(w, pe);                                               \
-        m += 1;                                                                \
-        order_after_nonfetch();                                                \
-        r = shmem_##TN##_finc(w, pe);                                          \
-        check_eq(what, #TN, "inc+finc", m, (UT)r);                             \
-        m += 1;                                                                \
-        shmem_##TN##_add(w, ADDEND(T), pe);                                    \
-        m += (UT)ADDEND(T);                                                    \
-        order_after_nonfetch();                                                \
-        r = shmem_##TN##_fadd(w, (T)-5, pe);                                   \
-        check_eq(what, #TN, "add+fadd", m, (UT)r);                             \
-        m -= 5;                                                                \
-        if (with_cswap) {                                                      \
-            r = shmem_##TN##_cswap(w, (T)(m - 1), (T)OTHER(T), pe);            \
-            check_eq(what, #TN, "cswap (no match)", m, (UT)r);                 \
-            r = shmem_##TN##_cswap(w, (T)m, (T)OTHER(T), pe);                  \
-            check_eq(what, #TN, "cswap (match)", m, (UT)r);                    \
-            m = (UT)OTHER(T);                                                  \
-        }                                                                      \
-        r = shmem_##TN##_fetch(w, pe);                                         \
-        check_eq(what, #TN, "fetch", m, (UT)r);                                \
-        final = (T)m;                                                          \
-    } while (0)
+    }                                                                          \
+    r = OP(F, TN, fetch)(w, pe);                                               \
+    CHECK(UT, TN, STR(OP(F, TN, fetch)));                                       \
+    return (T)m;
 
-/* Bitwise atomics (OpenSHMEM 1.4: unsigned and fixed-width types). */
-#define BIT_SEQ(TN, T, UT, w, pe, what)                                        \
-    do {                                                                       \
-        UT m = (UT)START(T);                                                   \
-        UT a = (UT)0xf0f0f0f0f0f0f0f0ULL, o = (UT)0x0102030405060708ULL;       \
-        T r;                                                                   \
-        shmem_##TN##_atomic_set(w, (T)m, pe);                                  \
-        order_after_nonfetch();                                                \
-        shmem_##TN##_atomic_and(w, (T)a, pe);                                  \
-        m &= a;                                                                \
-        order_after_nonfetch();                                                \
-        r = shmem_##TN##_atomic_fetch_and(w, (T)~(UT)0x10, pe);                \
-        check_eq(what, #TN, "atomic_and+atomic_fetch_and", m, (UT)r);          \
-        m &= (UT)~(UT)0x10;                                                    \
-        shmem_##TN##_atomic_or(w, (T)o, pe);                                   \
-        m |= o;                                                                \
-        order_after_nonfetch();                                                \
-        r = shmem_##TN##_atomic_fetch_or(w, (T)0x0f, pe);                      \
-        check_eq(what, #TN, "atomic_or+atomic_fetch_or", m, (UT)r);            \
-        m |= 0x0f;                                                             \
-        shmem_##TN##_atomic_xor(w, (T)OTHER(T), pe);                           \
-        m ^= (UT)OTHER(T);                                                     \
-        order_after_nonfetch();                                                \
-        r = shmem_##TN##_atomic_fetch_xor(w, (T)(UT)-1, pe);                   \
-        check_eq(what, #TN, "atomic_xor+atomic_fetch_xor", m, (UT)r);          \
-        m ^= (UT)-1;                                                           \
-        r = shmem_##TN##_atomic_fetch(w, pe);                                  \
-        check_eq(what, #TN, "atomic_fetch", m, (UT)r);                         \
-        final = (T)m;                                                          \
-    } while (0)
+/* How the bitwise sequence sets and reads its word: with atomic set/fetch,
+ * or, on the fixed-width types whose set/fetch Open MPI 4.1.4's shmem.h
+ * lacks, with fetch_and(0) + or and with quiet + get. */
+#define bit_init_std(TN, v)                                                    \
+    shmem_##TN##_atomic_set(w, v, pe)
+#define bit_init_fixed(TN, v)                                                  \
+    ((void)shmem_##TN##_atomic_fetch_and(w, 0, pe), order_after_nonfetch(),    \
+     shmem_##TN##_atomic_or(w, v, pe))
+#define bit_read_std(TN)   shmem_##TN##_atomic_fetch(w, pe)
+#define bit_read_fixed(TN) (shmem_quiet(), shmem_##TN##_g(w, pe))
 
-/* fetch on the fixed-width types is not in Open MPI 4.1.4's shmem.h:
- * the bitwise sequence on them ends with a get instead. */
-#define BIT_SEQ_FIXED(TN, T, UT, GET, w, pe, what)                             \
-    do {                                                                       \
-        UT m = (UT)START(T);                                                   \
-        T r;                                                                   \
-        shmem_##TN##_atomic_fetch_and(w, (T)0, pe); /* clears the word */     \
-        order_after_nonfetch();                                                \
-        shmem_##TN##_atomic_or(w, (T)m, pe);                                   \
-        order_after_nonfetch();                                                \
-        r = shmem_##TN##_atomic_fetch_and(w, (T)0xf0f0f0f0f0f0f0f0ULL, pe);    \
-        check_eq(what, #TN, "atomic_or+atomic_fetch_and", m, (UT)r);           \
-        m &= (UT)0xf0f0f0f0f0f0f0f0ULL;                                        \
-        shmem_##TN##_atomic_and(w, (T)~(UT)0x100, pe);                         \
-        m &= (UT)~(UT)0x100;                                                   \
-        order_after_nonfetch();                                                \
-        r = shmem_##TN##_atomic_fetch_or(w, (T)0x0f, pe);                      \
-        check_eq(what, #TN, "atomic_and+atomic_fetch_or", m, (UT)r);           \
-        m |= 0x0f;                                                             \
-        shmem_##TN##_atomic_xor(w, (T)OTHER(T), pe);                           \
-        m ^= (UT)OTHER(T);                                                     \
-        order_after_nonfetch();                                                \
-        r = shmem_##TN##_atomic_fetch_xor(w, (T)(UT)-1, pe);                   \
-        check_eq(what, #TN, "atomic_xor+atomic_fetch_xor", m, (UT)r);          \
-        m ^= (UT)-1;                                                           \
-        shmem_quiet();                                                         \
-        r = GET(w, pe);                                                        \
-        check_eq(what, #TN, "get after atomic_fetch_xor", m, (UT)r);           \
-        final = (T)m;                                                          \
-    } while (0)
+/* Bitwise atomics (OpenSHMEM 1.4: unsigned and fixed-width types), with and
+ * without fetch, on word *w of PE pe. F: std or fixed, see above. */
+#define BIT_SEQ(F, TN, T, UT)                                                  \
+    UT m = (UT)START(T);                                                       \
+    T r;                                                                       \
+    bit_init_##F(TN, (T)m);                                                    \
+    order_after_nonfetch();                                                    \
+    shmem_##TN##_atomic_and(w, (T)0xf0f0f0f0f0f0f0f0ULL, pe);                  \
+    m &= (UT)0xf0f0f0f0f0f0f0f0ULL;                                            \
+    order_after_nonfetch();                                                    \
+    r = shmem_##TN##_atomic_fetch_and(w, (T)~(UT)0x100, pe);                   \
+    CHECK(UT, TN, "atomic_and+atomic_fetch_and");                               \
+    m &= (UT)~(UT)0x100;                                                       \
+    shmem_##TN##_atomic_or(w, (T)0x0102030405060708ULL, pe);                   \
+    m |= (UT)0x0102030405060708ULL;                                            \
+    order_after_nonfetch();                                                    \
+    r = shmem_##TN##_atomic_fetch_or(w, (T)0x0f, pe);                          \
+    CHECK(UT, TN, "atomic_or+atomic_fetch_or");                                 \
+    m |= 0x0f;                                                                 \
+    shmem_##TN##_atomic_xor(w, (T)OTHER(T), pe);                               \
+    m ^= (UT)OTHER(T);                                                         \
+    order_after_nonfetch();                                                    \
+    r = shmem_##TN##_atomic_fetch_xor(w, (T)(UT)-1, pe);                       \
+    CHECK(UT, TN, "atomic_xor+atomic_fetch_xor");                               \
+    m ^= (UT)-1;                                                               \
+    r = bit_read_##F(TN);                                                      \
+    CHECK(UT, TN, "read back after atomic_fetch_xor");                          \
+    return (T)m;
 
-/* One test function per (sequence, type): the sequence on the right
- * neighbour's slot and on its own, then the final values are put next to
- * the slots for their owners to check. */
-#define DEFINE_TEST(NAME, TN, T, SEQ)                                          \
-    SLOTS(NAME, T)                                                             \
+/* The types, one table per family:
+ *   X(family, type name, C type, unsigned model type, with compare-swap) */
+#define ARITH_TYPES(X)                                                         \
+    X(std, int, int, unsigned, 0)                                              \
+    X(std, long, long, unsigned long, 1)                                       \
+    X(std, longlong, long long, unsigned long long, 1)                         \
+    X(std, uint, unsigned, unsigned, 0)                                        \
+    X(std, ulong, unsigned long, unsigned long, 1)                             \
+    X(std, ulonglong, unsigned long long, unsigned long long, 1)               \
+    X(old, int, int, unsigned, 0)                                              \
+    X(old, long, long, unsigned long, 1)                                       \
+    X(old, longlong, long long, unsigned long long, 1)
+#define BIT_TYPES(X)                                                           \
+    X(std, uint, unsigned, unsigned)                                           \
+    X(std, ulong, unsigned long, unsigned long)                                \
+    X(std, ulonglong, unsigned long long, unsigned long long)                  \
+    X(fixed, int32, int32_t, uint32_t)                                         \
+    X(fixed, int64, int64_t, uint64_t)                                         \
+    X(fixed, uint32, uint32_t, uint32_t)                                       \
+    X(fixed, uint64, uint64_t, uint64_t)
+
+/* Per (sequence, type): symmetric slots (slot[i] on PE p is written by origin
+ * i only, the final model value is put into expect[i] on the same PE), the
+ * sequence as a function, the test (the sequence on the right neighbour's
+ * slot and on its own, then the final values put next to the slots for
+ * their owners) and the owner's check. */
+#define DEFINE_TEST(NAME, TN, T)                                               \
+    static T slot_##NAME[MAX_PES], self_##NAME[MAX_PES],                       \
+             expect_##NAME[MAX_PES], expect_self_##NAME[MAX_PES];              \
     static void test_##NAME(void)                                              \
     {                                                                          \
         int right = (me + 1) % npes;                                           \
-        T final;                                                               \
-        SEQ(&slot_##NAME[me], right, "neighbour");                             \
-        shmem_##TN##_p(&expect_##NAME[me], final, right);                      \
-        SEQ(&self_##NAME[me], me, "self");                                     \
-        shmem_##TN##_p(&expect_self_##NAME[me], final, me);                    \
+        shmem_##TN##_p(&expect_##NAME[me],                                     \
+                       seq_##NAME(&slot_##NAME[me], right, "neighbour"),       \
+                       right);                                                 \
+        shmem_##TN##_p(&expect_self_##NAME[me],                                \
+                       seq_##NAME(&self_##NAME[me], me, "self"), me);          \
     }                                                                          \
     static void verify_##NAME(void)                                            \
     {                                                                          \
@@ -259,58 +249,33 @@ static void order_after_nonfetch(void)
                  (unsigned long long)self_##NAME[me]);                         \
     }
 
-/* Glue: the sequence macros take (w, pe, what) and assign `final`. */
-#define S_std_int(w, pe, what)        STD_SEQ(int, int, unsigned, w, pe, what, 0)
-#define S_std_long(w, pe, what)       STD_SEQ(long, long, unsigned long, w, pe, what, 1)
-#define S_std_longlong(w, pe, what)   STD_SEQ(longlong, long long, unsigned long long, w, pe, what, 1)
-#define S_std_uint(w, pe, what)       STD_SEQ(uint, unsigned, unsigned, w, pe, what, 0)
-#define S_std_ulong(w, pe, what)      STD_SEQ(ulong, unsigned long, unsigned long, w, pe, what, 1)
-#define S_std_ulonglong(w, pe, what)  STD_SEQ(ulonglong, unsigned long long, unsigned long long, w, pe, what, 1)
-#define S_old_int(w, pe, what)        OLD_SEQ(int, int, unsigned, w, pe, what, 0)
-#define S_old_long(w, pe, what)       OLD_SEQ(long, long, unsigned long, w, pe, what, 1)
-#define S_old_longlong(w, pe, what)   OLD_SEQ(longlong, long long, unsigned long long, w, pe, what, 1)
-#define S_bit_uint(w, pe, what)       BIT_SEQ(uint, unsigned, unsigned, w, pe, what)
-#define S_bit_ulong(w, pe, what)      BIT_SEQ(ulong, unsigned long, unsigned long, w, pe, what)
-#define S_bit_ulonglong(w, pe, what)  BIT_SEQ(ulonglong, unsigned long long, unsigned long long, w, pe, what)
-#define S_bit_int32(w, pe, what)      BIT_SEQ_FIXED(int32, int32_t, uint32_t, shmem_int32_g, w, pe, what)
-#define S_bit_int64(w, pe, what)      BIT_SEQ_FIXED(int64, int64_t, uint64_t, shmem_int64_g, w, pe, what)
-#define S_bit_uint32(w, pe, what)     BIT_SEQ_FIXED(uint32, uint32_t, uint32_t, shmem_uint32_g, w, pe, what)
-#define S_bit_uint64(w, pe, what)     BIT_SEQ_FIXED(uint64, uint64_t, uint64_t, shmem_uint64_g, w, pe, what)
+#define DEFINE_ARITH(F, TN, T, UT, CS)                                         \
+    static T seq_##F##_##TN(T *w, int pe, const char *what)                    \
+    {                                                                          \
+        ARITH_SEQ(F, TN, T, UT, CS)                                            \
+    }                                                                          \
+    DEFINE_TEST(F##_##TN, TN, T)
+#define DEFINE_BIT(F, TN, T, UT)                                               \
+    static T seq_bit_##TN(T *w, int pe, const char *what)                      \
+    {                                                                          \
+        BIT_SEQ(F, TN, T, UT)                                                  \
+    }                                                                          \
+    DEFINE_TEST(bit_##TN, TN, T)
 
-DEFINE_TEST(std_int, int, int, S_std_int)
-DEFINE_TEST(std_long, long, long, S_std_long)
-DEFINE_TEST(std_longlong, longlong, long long, S_std_longlong)
-DEFINE_TEST(std_uint, uint, unsigned, S_std_uint)
-DEFINE_TEST(std_ulong, ulong, unsigned long, S_std_ulong)
-DEFINE_TEST(std_ulonglong, ulonglong, unsigned long long, S_std_ulonglong)
-DEFINE_TEST(old_int, int, int, S_old_int)
-DEFINE_TEST(old_long, long, long, S_old_long)
-DEFINE_TEST(old_longlong, longlong, long long, S_old_longlong)
-DEFINE_TEST(bit_uint, uint, unsigned, S_bit_uint)
-DEFINE_TEST(bit_ulong, ulong, unsigned long, S_bit_ulong)
-DEFINE_TEST(bit_ulonglong, ulonglong, unsigned long long, S_bit_ulonglong)
-DEFINE_TEST(bit_int32, int32, int32_t, S_bit_int32)
-DEFINE_TEST(bit_int64, int64, int64_t, S_bit_int64)
-DEFINE_TEST(bit_uint32, uint32, uint32_t, S_bit_uint32)
-DEFINE_TEST(bit_uint64, uint64, uint64_t, S_bit_uint64)
+ARITH_TYPES(DEFINE_ARITH)
+BIT_TYPES(DEFINE_BIT)
 
 static void functional(void)
 {
-#define RUN(NAME) test_##NAME();
-    RUN(std_int) RUN(std_long) RUN(std_longlong)
-    RUN(std_uint) RUN(std_ulong) RUN(std_ulonglong)
-    RUN(old_int) RUN(old_long) RUN(old_longlong)
-    RUN(bit_uint) RUN(bit_ulong) RUN(bit_ulonglong)
-    RUN(bit_int32) RUN(bit_int64) RUN(bit_uint32) RUN(bit_uint64)
+#define RUN_ARITH(F, TN, T, UT, CS) test_##F##_##TN();
+#define RUN_BIT(F, TN, T, UT)       test_bit_##TN();
+    ARITH_TYPES(RUN_ARITH)
+    BIT_TYPES(RUN_BIT)
     shmem_barrier_all(); /* completes the puts of the final values */
-#undef RUN
-#define RUN(NAME) verify_##NAME();
-    RUN(std_int) RUN(std_long) RUN(std_longlong)
-    RUN(std_uint) RUN(std_ulong) RUN(std_ulonglong)
-    RUN(old_int) RUN(old_long) RUN(old_longlong)
-    RUN(bit_uint) RUN(bit_ulong) RUN(bit_ulonglong)
-    RUN(bit_int32) RUN(bit_int64) RUN(bit_uint32) RUN(bit_uint64)
-#undef RUN
+#define VERIFY_ARITH(F, TN, T, UT, CS) verify_##F##_##TN();
+#define VERIFY_BIT(F, TN, T, UT)       verify_bit_##TN();
+    ARITH_TYPES(VERIFY_ARITH)
+    BIT_TYPES(VERIFY_BIT)
     shmem_barrier_all();
 }
 
@@ -334,12 +299,6 @@ static long locked_counter;           /* non-atomic get/put under the lock */
 /* A spin on a remote word gives up after this long instead of hanging. */
 #define SPIN_LIMIT_S 120
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void give_up(const char *what)
 {
@@ -387,13 +346,36 @@ static unsigned long long swap_token(int pe, int i)
     return ((unsigned long long)(pe + 1) << 40) + (unsigned)i + 1;
 }
 
-static void contention(int iters)
+/* PE 0 clears the contention words between two rounds. */
+static void reset_contention(void)
+{
+    shmem_barrier_all();
+    if (me == 0) {
+        counter_ll = 0;
+        counter_i = 0;
+        counter_ull = 0;
+        ticket = 0;
+        memset(ticket_map, 0, sizeof(ticket_map));
+        cas_counter_l = 0;
+        cas_counter_ull = 0;
+        swap_word = swap_sum = 0;
+        bits64 = 0;
+        bits32 = 0;
+        locked_counter = 0;
+    }
+    shmem_barrier_all();
+}
+
+/* PEs 0 .. k-1 hammer the words; the others only check the totals. */
+static void contention(int iters, int k)
 {
     unsigned long long bit64 = 1ULL << me, bit32 = 1U << (me % 32);
     unsigned long long my_swap_sum = 0, old;
     long prev_ticket = -1;
+    const int hammering = me < k;
 
-    for (int i = 0; i < iters; ++i) {
+    reset_contention();
+    for (int i = 0; hammering && i < iters; ++i) {
         long t = shmem_long_atomic_fetch_inc(&ticket, 0);
         if (t <= prev_ticket || t < 0 || t >= MAX_TICKETS) {
             check_eq("contention", "long", "fetch_inc ticket increasing, in range",
@@ -436,13 +418,15 @@ static void contention(int iters)
 
         locked_increment(i % 2);
     }
-    shmem_ulonglong_atomic_add(&swap_sum, my_swap_sum, 0);
-    shmem_ulonglong_atomic_or(&bits64, bit64, 0);
+    if (hammering) {
+        shmem_ulonglong_atomic_add(&swap_sum, my_swap_sum, 0);
+        shmem_ulonglong_atomic_or(&bits64, bit64, 0);
+    }
     shmem_quiet();
     shmem_barrier_all();
 
     /* Every PE reads the results remotely, PE 0 also locally. */
-    unsigned long long n = (unsigned long long)npes * (unsigned)iters;
+    unsigned long long n = (unsigned long long)k * (unsigned)iters;
     check_eq("contention total", "long", "fetch_inc tickets", n,
              (unsigned long long)shmem_long_atomic_fetch(&ticket, 0));
     check_eq("contention total", "longlong", "inc+fetch_add(3)+add(5)", 9 * n,
@@ -457,14 +441,14 @@ static void contention(int iters)
              shmem_ulonglong_atomic_fetch(&cas_counter_ull, 0));
     check_eq("contention total", "long", "get/put under shmem_set_lock/shmem_test_lock",
              n, (unsigned long long)shmem_long_g(&locked_counter, 0));
-    unsigned long long all_bits = npes >= 64 ? ~0ULL : (1ULL << npes) - 1;
+    unsigned long long all_bits = k >= 64 ? ~0ULL : (1ULL << k) - 1;
     check_eq("contention total", "ulonglong", "every PE's bit after or/and/xor", all_bits,
              shmem_ulonglong_atomic_fetch(&bits64, 0));
     check_eq("contention total", "uint", "fetch_or+fetch_xor leave 0", 0,
              shmem_uint_atomic_fetch(&bits32, 0));
     if (me == 0) {
         unsigned long long tokens = 0;
-        for (int p = 0; p < npes; ++p) {
+        for (int p = 0; p < k; ++p) {
             for (int i = 0; i < iters; ++i) {
                 tokens += swap_token(p, i);
             }
@@ -570,23 +554,6 @@ static void cswap32(void)
 static long bench_long;
 static int bench_int;
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static void report(const char *name, double *t, int n)
-{
-    double sum = 0;
-    for (int i = 0; i < n; ++i) {
-        sum += t[i];
-    }
-    qsort(t, n, sizeof(*t), cmp_double);
-    printf("bench: %s: median %.1f us, mean %.1f us, %d ops\n", name,
-           t[n / 2] * 1e6, sum / n * 1e6, n);
-}
-
 static void bench(int n)
 {
     if (me == 0) {
@@ -608,7 +575,7 @@ static void bench(int n)
             check_eq("bench", "long", "atomic_fetch_add", expect, r);
             ++expect;
         }
-        report("shmem_long_atomic_fetch_add", t, n);
+        report_latency("shmem_long_atomic_fetch_add", t, n);
         for (int i = 0; i < n; ++i) {
             double t0 = now_s();
             long r = shmem_long_atomic_compare_swap(&bench_long, expect, expect + 1, 1);
@@ -616,17 +583,26 @@ static void bench(int n)
             check_eq("bench", "long", "atomic_compare_swap", expect, r);
             ++expect;
         }
-        report("shmem_long_atomic_compare_swap", t, n);
+        report_latency("shmem_long_atomic_compare_swap", t, n);
         for (int i = 0; i < n; ++i) {
             double t0 = now_s();
             int r = shmem_int_atomic_fetch_add(&bench_int, 1, 1);
             t[i] = now_s() - t0;
             check_eq("bench", "int", "atomic_fetch_add", i, r);
         }
-        report("shmem_int_atomic_fetch_add", t, n);
+        report_latency("shmem_int_atomic_fetch_add", t, n);
         free(t);
     }
     shmem_barrier_all();
+}
+
+static void phase_time(const char *what, double *t0)
+{
+    if (me == 0) {
+        printf("shmem_atomics: %s: %.1f s\n", what, now_s() - *t0);
+        fflush(stdout);
+    }
+    *t0 = now_s();
 }
 
 /* Sums every PE's checks and failures on PE 0, prints the summary line;
@@ -654,11 +630,13 @@ static int summarize(const char *mode)
 
 int main(int argc, char **argv)
 {
-    int iters = 50, bench_n = 0, only_cswap32 = 0, then_cswap32 = 0, rc;
+    int iters = 50, bursts_n = 3, bench_n = 0, only_cswap32 = 0, then_cswap32 = 0, rc;
 
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--iters") && i + 1 < argc) {
             iters = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--bursts") && i + 1 < argc) {
+            bursts_n = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--bench") && i + 1 < argc) {
             bench_n = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--cswap32")) {
@@ -666,7 +644,7 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--then-cswap32")) {
             then_cswap32 = 1;
         } else {
-            fprintf(stderr, "usage: %s [--iters N [--then-cswap32] | --bench N | --cswap32]\n",
+            fprintf(stderr, "usage: %s [--iters N] [--bursts N] [--then-cswap32] | --bench N | --cswap32\n",
                     argv[0]);
             return 2;
         }
@@ -675,7 +653,7 @@ int main(int argc, char **argv)
     shmem_init();
     me = shmem_my_pe();
     npes = shmem_n_pes();
-    if (npes < 2 || npes > MAX_PES || iters < 1 ||
+    if (npes < 2 || npes > MAX_PES || iters < 1 || bursts_n < 1 ||
         (long)npes * iters > MAX_TICKETS || bench_n < 0) {
         if (me == 0) {
             fprintf(stderr, "shmem_atomics: needs 2..%d PEs, 1 <= PEs * iters <= %d\n",
@@ -692,9 +670,18 @@ int main(int argc, char **argv)
         bench(bench_n);
         rc = summarize("latency");
     } else {
+        /* Each phase's time on PE 0, to see what a run spends it on. */
+        double t0 = now_s();
         functional();
-        contention(iters);
-        bursts(3);
+        phase_time("functional", &t0);
+        contention(iters, 2);
+        phase_time("contention of 2 PEs", &t0);
+        if (npes > 2) {
+            contention(iters, npes);
+            phase_time("contention of all PEs", &t0);
+        }
+        bursts(bursts_n);
+        phase_time("bursts", &t0);
         rc = summarize("functional + contention + bursts");
         if (then_cswap32) {
             /* Last, as it aborts with Open MPI 4.1.4 (see the top). */
