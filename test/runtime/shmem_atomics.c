@@ -684,11 +684,11 @@ int main(int argc, char **argv)
         phase_time("bursts", &t0);
         rc = summarize("functional + contention + bursts");
         if (then_cswap32) {
-            /* Last, as it aborts with Open MPI 4.1.4 (see the top). */
-            if (me == 0) {
-                printf("shmem_atomics: 4-byte compare-swaps next\n");
-                fflush(stdout);
-            }
+            /* Last, as it aborts with Open MPI 4.1.4 (see the top). Each
+             * PE says so: the harness accepts a PE's UCX lines about its
+             * peers going away only after this line of its own. */
+            printf("shmem_atomics: pid %d: 4-byte compare-swaps next\n", (int)getpid());
+            fflush(stdout);
             shmem_barrier_all();
             rc |= (cswap32(), summarize("4-byte compare-swap"));
         }
