@@ -4,8 +4,9 @@
 #  2. the same suites built with AddressSanitizer + UndefinedBehaviorSanitizer,
 #  3. the libFuzzer target of the target-side request decoder, 60 s,
 #  4. the atomicx guest suites on soft-RoCE (contrib/softroce),
-#     libfiatomic's matrix over atomicx there, and UCX's own gtest suites
-#     (UCT atomics, fence, flush, pending, ...; UCP atomics) over atomicx.
+#     libfiatomic's matrix over atomicx there, UCX's own gtest suites
+#     (UCT atomics, fence, flush, pending, ...; UCP atomics) over atomicx,
+#     and Open MPI's OpenSHMEM and MPI windows over atomicx (and tcp).
 # Ends with one summary line "N passed, N failed, N skipped".
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -69,6 +70,8 @@ if [ -x "$top/contrib/softroce/test-guest.sh" ]; then
     "$top/contrib/softroce/fiatomic-guest.sh" "$top/build-release" 2>&1 | tee -a "$logdir/all-tests.log" || fail=1
     step "UCX's own gtest suites over atomicx on soft-RoCE (qemu guest)"
     "$top/contrib/softroce/ucx-gtest-guest.sh" "$top/build-release" 2>&1 | tee -a "$logdir/all-tests.log" || fail=1
+    step "Open MPI's OpenSHMEM and MPI windows over atomicx on soft-RoCE (qemu guest)"
+    "$top/contrib/softroce/openmpi-guest.sh" "$top/build-release" 2>&1 | tee -a "$logdir/all-tests.log" || fail=1
 fi
 
 # One summary over every gtest binary that ran.
