@@ -193,6 +193,20 @@ lane_check() {
     echo "$me: AMO lanes: $(grep -oE 'amo(_am)?\([^)]*\)' <<<"$amo_lines" | sort | uniq -c | tr -s ' \n' ' ')"
 }
 
+# time_split <log> <launch epoch> <end epoch>: where a run's time went, from
+# the program's "timeline" lines (rank / PE 0, wall clock)
+time_split() {
+    awk -v t0="$2" -v t1="$3" '
+        / timeline: main [0-9.]+$/        { m = $NF }
+        / timeline: initialized [0-9.]+$/ { i = $NF }
+        / timeline: checks done [0-9.]+$/ { d = $NF }
+        END {
+            if (m == "" || i == "" || d == "") exit
+            printf "launch %.0f s, init %.0f s, checks %.0f s, then %.0f s to exit\n",
+                   m - t0, i - m, d - i, t1 - d
+        }' "$1"
+}
+
 # run <name> <tls> <np> <expect: pass|then-cswap32> <launcher> <program args...>
 run() {
     local name=$1 tls=$2 np=$3 expect=$4 launcher=$5
@@ -202,7 +216,7 @@ run() {
     [ "$tls" = tcp ] || env+=(-x "LD_PRELOAD=$lib")
     echo
     echo "=== $me: $name, $np processes, UCX_TLS=$tls ==="
-    t0=$(date +%s)
+    t0=$(date +%s) t0w=$(date +%s.%N)
     "$launcher" "${ompi_params[@]}" -np "$np" "${env[@]}" "$@" >"$log" 2>&1 &
     local lpid=$! p
     while kill -0 "$lpid" 2>/dev/null; do
@@ -220,6 +234,8 @@ run() {
     done
     wait "$lpid"
     rc=$?
+    local split
+    split=$(time_split "$log" "$t0w" "$(date +%s.%N)")
     [ $(($(date +%s) - t0)) -lt "$run_timeout" ] || rc=124
     grep -vE 'UCX  (INFO|DIAG)' "$log" | grep -vE '^\[[^]]+\] \*\*\*|^\[[^]]+\] \[ *[0-9]+\]' | tail -n 20
     summary=$(grep -E '^(shmem_atomics|mpi_window_atomics): .* checks, [0-9]+ failed$' "$log" | head -n 1)
@@ -243,7 +259,7 @@ run() {
     fi
     lane_check "$tls" "$log" "$np" || verdict="${verdict:+$verdict; }AMO lane"
     log_check "$me: $name np$np $tls" "$log" || verdict="${verdict:+$verdict; }unexpected UCX ERROR/WARN lines"
-    echo "=== $me: $name, $np processes, UCX_TLS=$tls: ${verdict:-$ok} ($(($(date +%s) - t0)) s, log $log)"
+    echo "=== $me: $name, $np processes, UCX_TLS=$tls: ${verdict:-$ok} ($(($(date +%s) - t0)) s${split:+: $split}, log $log)"
     if [ -n "$verdict" ]; then failed+=("$name np$np $tls: $verdict"); else passed+=("$name np$np $tls"); fi
     [ -n "$verdict" ] || [ "$ok" = ok ] || echo "$me: counted as passed: $summary"
 }

@@ -650,9 +650,14 @@ int main(int argc, char **argv)
         }
     }
 
+    const double t_main = wall_s();
     shmem_init();
     me = shmem_my_pe();
     npes = shmem_n_pes();
+    if (me == 0) {
+        timeline("shmem_atomics", "main", t_main);
+        timeline("shmem_atomics", "initialized", wall_s());
+    }
     if (npes < 2 || npes > MAX_PES || iters < 1 || bursts_n < 1 ||
         (long)npes * iters > MAX_TICKETS || bench_n < 0) {
         if (me == 0) {
@@ -683,6 +688,9 @@ int main(int argc, char **argv)
         bursts(bursts_n);
         phase_time("bursts", &t0);
         rc = summarize("functional + contention + bursts");
+        if (me == 0) {
+            timeline("shmem_atomics", "checks done", wall_s());
+        }
         if (then_cswap32) {
             /* Last, as it aborts with Open MPI 4.1.4 (see the top). Each
              * PE says so: the harness accepts a PE's UCX lines about its
@@ -695,7 +703,7 @@ int main(int argc, char **argv)
     }
 
     /* Marks where this process's finalize starts: the harness accepts some
-     * UCX lines only after it (see contrib/softroce/openmpi-guest.sh). */
+     * UCX lines only after it (contrib/ucx-log-expected.txt). */
     printf("%s: pid %d: finalizing\n", "shmem_atomics", (int)getpid());
     fflush(stdout);
     shmem_finalize();
