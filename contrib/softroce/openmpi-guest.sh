@@ -90,6 +90,15 @@ if [ "${1:-}" != "--in-guest" ]; then
         command -v "$tool" >/dev/null ||
             { echo "$me: $tool missing (contrib/install-deps.sh installs openmpi-bin, libopenmpi-dev)" >&2; exit 1; }
     done
+    # Debian's Open MPI runs on the system's UCX: an atomicx built against
+    # another UCX (configure --with-ucx) cannot be loaded into its processes.
+    ucx_prefix='' ucx_version=''
+    eval "$("$here/ucx-of-build.sh" "$build")" || exit 1
+    if [ -n "$ucx_prefix" ]; then
+        echo "$me: SKIPPED: this build's atomicx is built against UCX $ucx_version" \
+             "in $ucx_prefix; Debian's Open MPI uses the system's UCX"
+        exit 0
+    fi
     lib=$build/src/uct/atomicx/.libs/libuct_atomicx.so.0
     [ -e "$lib" ] || { echo "$me: $lib missing (build first)" >&2; exit 1; }
     mkdir -p "$build/test/runtime"
