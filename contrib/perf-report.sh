@@ -98,8 +98,8 @@ block() { # block <name>: the command and its output as a code block
     echo '```'
 }
 
-not_met() { # not_met <goal number> <transport regexp>
-    grep -E "^GOAL $1 +($2) .*NOT MET" "$tmp/goals.out" > /dev/null
+not_met() { # not_met <goal name regexp> <transport regexp>
+    grep -E "^GOAL ($1) +($2) .*NOT MET" "$tmp/goals.out" > /dev/null
 }
 
 {
@@ -143,14 +143,14 @@ verification accesses, which the target's CPU performs, never the library.
   processes. Ratios are fiatomic / baseline for latency.
 - Initiator and target are pinned to different CPUs (\`--pin 0,1\`).
 
-## Goals (issue 5), measured in one run
+## Goals, measured in one run
 
 EOF
 block goals
 echo
 echo "## Why the goals that are not met are not met"
 echo
-if not_met 1 'posix|sysv' || not_met 2 'posix|sysv'; then
+if not_met 'native-(latency|rate)-vs-ucp|cell-latency-vs-fadd' 'posix|sysv'; then
 typ() { # typ <run> <stage>: typical latency of a stage ("Final:", ...)
     awk -v st="$2" 'index($0, st) == 1 { n = split(st, w, " ");
                     print $(n + 2); exit }' "$tmp/$1.out"
@@ -159,7 +159,7 @@ fia=$(typ fadd-posix "Final:")
 ucp=$(typ fadd-posix "Final (ucp):")
 nat=$(typ native-posix "Final:")
 cat <<EOF
-### Shared memory: the cost of the call itself (goals 1 and 2)
+### Shared memory: the cost of the call itself (native-*-vs-ucp, cell-latency-vs-fadd)
 
 On posix/sysv a raw UCP fetch-add is a CPU atomic executed by the calling
 thread through the mapped segment: ${ucp:-?} us in this run (typical, fetch
@@ -174,7 +174,7 @@ Forced through UCP (\`--strategy native\`: ${nat:-?} us) the call pays UCP's
 operation plus fiatomic's request bookkeeping, which is why the automatic
 choice on shared memory is direct.
 
-The cells of goal 2 above 2x are the 16- and 32-byte types. 16-byte
+The cells of cell-latency-vs-fadd above 2x are the 16- and 32-byte types. 16-byte
 elements (int128, long double, double complex) are a read plus a lock
 cmpxchg16b loop (with x87 arithmetic for long double): ~2-2.7x the 8-byte
 UCP fetch-add. The 15 long double complex cells (32 bytes: no CPU
@@ -185,7 +185,7 @@ segment itself, taken by the initiator's CPU, would make them direct.
 EOF
 echo
 fi
-if grep -E "^GOAL 2 +(posix|sysv) +libfabric.*NOT MET" "$tmp/goals.out" > /dev/null; then
+if not_met 'speedup-vs-ofi-shm' 'posix|sysv'; then
 cat <<'EOF'
 ### Shared memory: ahead of libfabric's shm by less than 5x on some cells
 
@@ -199,9 +199,9 @@ mean ratio printed next to the worst is the figure to read.
 EOF
 echo
 fi
-if not_met 1 'tcp'; then
+if not_met 'native-rate-vs-ucp' 'tcp'; then
 cat <<'EOF'
-### tcp: native cells with 64 calls in flight (goal 1, rate)
+### tcp: native cells with 64 calls in flight (native-rate-vs-ucp)
 
 fiatomic's native cells are one `ucp_atomic_op_nbx` each, like the
 baseline, and their latency is within a few percent of it. With 64 calls in
@@ -216,9 +216,9 @@ what remains is that noise, not a systematic cost (the mean ratio over the
 EOF
 echo
 fi
-if not_met 3 'tcp'; then
+if not_met 'emulated-.*|speedup-vs-ofi-tcp' 'tcp'; then
 cat <<'EOF'
-### tcp: emulated cells (goal 3)
+### tcp: emulated cells (emulated-*-vs-fadd, speedup-vs-ofi-tcp)
 
 Over tcp UCP's atomics are software atomics executed by the target's CPU,
 so a CAS loop costs at least 2 round trips (read, then CAS) when it has no
@@ -245,14 +245,14 @@ fiatomic's native cells, plain UCP atomics, are faster than rxm).
 With 64 calls in flight the target executes the requests one by one in its
 progress loop, as for UCP's own software atomics; the rate measurements
 over tcp vary by tens of percent between repeats of the same configuration
-on this machine (see goal 1's rate on tcp, where both sides are the same UCP
+on this machine (see native-rate-vs-ucp on tcp, where both sides are the same UCP
 operation).
 EOF
 echo
 fi
-if not_met 4 'tcp'; then
+if not_met 'array1024-latency-vs-single' 'tcp'; then
 cat <<'EOF'
-### tcp: arrays (goal 4)
+### tcp: arrays (array1024-latency-vs-single)
 
 With the automatic strategy a count-1024 SUM u64 call is 1024 native
 elements, each one UCP atomic: UCP's atomics take one element per
@@ -270,9 +270,9 @@ the lead; src/fiatomic is not the benchmark's).
 EOF
 echo
 fi
-if not_met 5 '.*'; then
+if not_met 'mallocs-per-call|rss-growth-mib' '.*'; then
 cat <<'EOF'
-### Memory (goal 5)
+### Memory (mallocs-per-call, rss-growth-mib)
 
 See the detail column: allocations per call are counted by interposing
 malloc in the benchmark (both processes); RSS is read from /proc.

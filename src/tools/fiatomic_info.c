@@ -223,6 +223,9 @@ static int info_spawn_target(info_target_t *target)
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addclose(&actions, to[1]);
     posix_spawn_file_actions_addclose(&actions, from[0]);
+    /* the target's UCX log lines (UCX logs to stdout) must not land in the
+     * middle of the table or CSV */
+    posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
     if (posix_spawn(&target->pid, "/proc/self/exe", &actions, NULL, argv,
                     environ)) {
         perror("fiatomic_info: posix_spawn");
@@ -258,27 +261,53 @@ static void info_wait(ucp_worker_h worker, void *request)
     ucp_request_free(request);
 }
 
+/* Is op a cell of this family for some datatype? */
+static int info_op_in_family(fiatomic_ep_h ep, uint64_t key, int family,
+                             int op)
+{
+    fiatomic_cell_info_t info;
+    int dt;
+
+    for (dt = 0; dt <= FI_UINT128; ++dt) {
+        if (fiatomic_query_cell(ep, key, family, dt, op, &info) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* One block per family: a row per datatype, named in full (DOUBLE and
+ * DOUBLE_COMPLEX must not look alike), a column per op of the family. */
 static void info_print_table(fiatomic_ep_h ep, uint64_t key,
                              unsigned *supported, unsigned *small_supported)
 {
     fiatomic_cell_info_t info;
-    int family, op, dt;
+    int family, op, dt, width;
+    int ops[FI_ATOMIC_OP_LAST], num_ops;
 
     printf("strategy per cell: N native, C cas, D direct, T target-side,"
            " x unsupported here,"
            " . not a cell; * completion needs target progress\n");
     for (family = 0; family < FIATOMIC_FAMILY_LAST; ++family) {
-        printf("\n%s family\n%-16s", fiatomic_family_name(family), "");
-        for (dt = 0; dt <= FI_UINT128; ++dt) {
-            /* "FI_UINT16" -> "UINT16", truncated to fit a column */
-            printf(" %-6.6s", fiatomic_datatype_name(dt) + 3);
+        num_ops = 0;
+        for (op = 0; op < FI_ATOMIC_OP_LAST; ++op) {
+            if (info_op_in_family(ep, key, family, op)) {
+                ops[num_ops++] = op;
+            }
+        }
+
+        /* "FI_LONG_DOUBLE_COMPLEX" -> "LONG_DOUBLE_COMPLEX" */
+        printf("\n%s family\n%-20s", fiatomic_family_name(family), "");
+        for (op = 0; op < num_ops; ++op) {
+            printf(" %s", fiatomic_op_name(ops[op]) + 3);
         }
         printf("\n");
-        for (op = 0; op < FI_ATOMIC_OP_LAST; ++op) {
-            printf("%-16s", fiatomic_op_name(op));
-            for (dt = 0; dt <= FI_UINT128; ++dt) {
+        for (dt = 0; dt <= FI_UINT128; ++dt) {
+            printf("%-20s", fiatomic_datatype_name(dt) + 3);
+            for (op = 0; op < num_ops; ++op) {
                 char cell[3] = ".";
-                if (fiatomic_query_cell(ep, key, family, dt, op, &info) == 0) {
+                if (fiatomic_query_cell(ep, key, family, dt, ops[op],
+                                        &info) == 0) {
                     cell[0] = "xNCDT"[info.strategy];
                     cell[1] = info.needs_target_progress ? '*' : '\0';
                     if (info.strategy != FIATOMIC_STRATEGY_NONE) {
@@ -286,7 +315,10 @@ static void info_print_table(fiatomic_ep_h ep, uint64_t key,
                         *small_supported += info_is_small(dt);
                     }
                 }
-                printf(" %-6s", cell);
+                /* no trailing blanks after the last column */
+                width = (op + 1 == num_ops) ? 0 :
+                        (int)strlen(fiatomic_op_name(ops[op]) + 3);
+                printf(" %-*s", width, cell);
             }
             printf("\n");
         }
@@ -325,17 +357,29 @@ static void info_print_csv(fiatomic_ep_h ep, uint64_t key, int all,
     }
 }
 
-static void usage(void)
+static void usage(FILE *stream)
 {
-    printf("Usage: fiatomic_info [--csv] [--all]\n"
-           "  Prints which fi_atomic(3) cells libfiatomic executes, and how,\n"
-           "  for the UCX configuration in the environment (UCX_TLS, ...)\n"
-           "  and FIATOMIC_STRATEGY, between this process and a target\n"
-           "  process it starts.\n"
-           "  --csv  one line per cell: family,op,datatype,supported,"
-           "strategy,needs_target_progress\n"
-           "  --all  with --csv, also the (family, op, datatype) triples that\n"
-           "         are not cells of fi_atomic(3) (supported=0)\n");
+    fprintf(stream,
+            "Usage: fiatomic_info [--csv [--all]]\n"
+            "       fiatomic_info --help | --version\n"
+            "  Prints which fi_atomic(3) cells libfiatomic executes, and how,\n"
+            "  for the UCX configuration in the environment (UCX_TLS, ...)\n"
+            "  and FIATOMIC_STRATEGY, between this process and a target\n"
+            "  process it starts.\n"
+            "  --csv          one line per cell: family,op,datatype,supported,"
+            "strategy,needs_target_progress\n"
+            "  --all          with --csv, also the (family, op, datatype)\n"
+            "                 triples that are not cells of fi_atomic(3)\n"
+            "                 (supported=0)\n"
+            "  -h, --help     this text\n"
+            "  -V, --version  the version, and that of the UCX in use\n"
+            "See fiatomic_info(1).\n");
+}
+
+static void version(void)
+{
+    printf("fiatomic_info (atomicx) %s\nUCX %s\n", FIATOMIC_VERSION_STRING,
+           ucp_get_version_string());
 }
 
 int main(int argc, char **argv)
@@ -344,6 +388,7 @@ int main(int argc, char **argv)
         {"csv",  no_argument, NULL, 'c'},
         {"all",  no_argument, NULL, 'a'},
         {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}
     };
     unsigned supported = 0, small_supported = 0;
@@ -362,13 +407,24 @@ int main(int argc, char **argv)
         return info_serve_target(atoi(argv[2]), atoi(argv[3]));
     }
 
-    while ((opt = getopt_long(argc, argv, "cah", options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "cahV", options, NULL)) != -1) {
         switch (opt) {
         case 'c': csv = 1; break;
         case 'a': all = 1; break;
-        case 'h': usage(); return 0;
-        default:  usage(); return 2;
+        case 'h': usage(stdout); return 0;
+        case 'V': version(); return 0;
+        default:  usage(stderr); return 2;
         }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "fiatomic_info: unexpected argument '%s'\n",
+                argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+    if (all && !csv) {
+        fprintf(stderr, "fiatomic_info: --all needs --csv\n");
+        return 2;
     }
 
     signal(SIGPIPE, SIG_IGN);

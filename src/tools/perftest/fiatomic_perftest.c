@@ -12,6 +12,7 @@
 #include "perftest.h"
 #include "fiatomic_ref.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -33,7 +34,8 @@ enum {
     PERF_OPT_CSV,
     PERF_OPT_PIN,
     PERF_OPT_GOALS,
-    PERF_OPT_PROGRESS
+    PERF_OPT_PROGRESS,
+    PERF_OPT_REPORT_INTERVAL
 };
 
 static void usage(void)
@@ -53,11 +55,11 @@ static void usage(void)
 "  -f, --family F      base | fetch | compare (default fetch)\n"
 "  -o, --op OP         FI_SUM, sum, cswap_le, ... (default FI_SUM)\n"
 "  -d, --datatype DT   FI_UINT64, u64, f32, ... (default FI_UINT64)\n"
-"  -c, --count N       elements per call (default 1)\n"
+"  -c, --count N       elements per call (default 1, at most %u)\n"
 "  -W, --window N      calls in flight (default 1 = latency test)\n"
 "  -n, --iters N       timed calls (default 10000)\n"
 "  -w, --warmup N      untimed calls first (default 1000)\n"
-"  --strategy S        set FIATOMIC_STRATEGY=auto|native|cas|direct\n"
+"  --strategy S        set FIATOMIC_STRATEGY=auto|native|cas|direct|target\n"
 "  --baseline ucp      also time raw ucp_atomic_op_nbx (cells UCP has)\n"
 "  --baseline libfabric  also time libfabric's shm or tcp;ofi_rxm\n"
 "  --ordered           also time the cell on an endpoint with same-address\n"
@@ -71,13 +73,71 @@ static void usage(void)
 "  --matrix            every supported cell, one table per transport\n"
 "  --transports LIST   matrix/goals transports (default posix,tcp); join\n"
 "                      several into one UCX_TLS with '+': atomicx+tcp\n"
-"  --goals             measure and judge the goals of issue 5\n"
+"  --goals             measure and judge the performance goals\n"
 "\n"
 "Output:\n"
 "  --csv               CSV instead of tables\n"
-"  --progress          progress lines on stderr (matrix)\n"
-"  --pin C,S           pin initiator to CPU C and the target to CPU S\n",
-    PERF_DEFAULT_PORT);
+"  --progress          a line per cell on stderr (matrix, goals)\n"
+"  --pin C,S           pin initiator to CPU C and the target to CPU S\n"
+"  -h, --help          this text\n"
+"  -V, --version       the version, and that of the UCX in use\n"
+"  --report-interval S a progress line on stderr every S seconds of a long\n"
+"                      measurement (default 1; 0: none)\n"
+"See fiatomic_perftest(1).\n",
+    PERF_DEFAULT_PORT, FIATOMIC_MAX_COUNT_LIMIT);
+}
+
+static void version(void)
+{
+    printf(PERF_NAME " (atomicx) %s\nUCX %s\n", FIATOMIC_VERSION_STRING,
+           ucp_get_version_string());
+}
+
+/* A bad value, named: "invalid datatype 's16': expected ..." (exit 2). */
+static int perf_bad_value(const char *what, const char *value,
+                          const char *expected)
+{
+    fprintf(stderr, PERF_NAME ": invalid %s '%s': expected %s\n"
+            "Try '" PERF_NAME " --help'.\n", what, value, expected);
+    return -1;
+}
+
+/* A decimal number in [min, max], nothing else. */
+static int perf_parse_number(const char *what, const char *arg,
+                             unsigned long long min, unsigned long long max,
+                             unsigned long long *value_p)
+{
+    char expected[96];
+    unsigned long long v;
+    char *end;
+
+    snprintf(expected, sizeof(expected), "a number from %llu to %llu", min,
+             max);
+    errno = 0;
+    v     = strtoull(arg, &end, 10);
+    if ((*arg == '\0') || (*arg == '-') || (*end != '\0') ||
+        (errno != 0) || (v < min) || (v > max)) {
+        return perf_bad_value(what, arg, expected);
+    }
+    *value_p = v;
+    return 0;
+}
+
+/* "min, max, sum, ..." from a name table */
+static const char *perf_name_list(int last, const char *(*name)(int),
+                                  char *buf, size_t max)
+{
+    size_t len = 0;
+    int i;
+
+    buf[0] = '\0';
+    for (i = 0; (i < last) && (len < max); ++i) {
+        if (name(i) != NULL) {
+            len += snprintf(buf + len, max - len, "%s%s", len ? ", " : "",
+                            name(i));
+        }
+    }
+    return buf;
 }
 
 /* "FI_SUM", "SUM", "sum" all name FI_SUM. */
@@ -180,6 +240,7 @@ int main(int argc, char **argv)
         {"iters",        required_argument, NULL, 'n'},
         {"warmup",       required_argument, NULL, 'w'},
         {"help",         no_argument,       NULL, 'h'},
+        {"version",      no_argument,       NULL, 'V'},
         {"serve-fd",     required_argument, NULL, PERF_OPT_SERVE_FD},
         {"cpu",          required_argument, NULL, PERF_OPT_CPU},
         {"matrix",       no_argument,       NULL, PERF_OPT_MATRIX},
@@ -194,12 +255,17 @@ int main(int argc, char **argv)
         {"pin",          required_argument, NULL, PERF_OPT_PIN},
         {"goals",        no_argument,       NULL, PERF_OPT_GOALS},
         {"progress",     no_argument,       NULL, PERF_OPT_PROGRESS},
+        {"report-interval", required_argument, NULL,
+         PERF_OPT_REPORT_INTERVAL},
         {NULL, 0, NULL, 0}
     };
     char default_tls[] = "posix,tcp";
     char self_exe[4096];
     ssize_t len;
     int server = 0, serve_fd = -1, matrix = 0, goals = 0, verify = -1;
+    unsigned long long num;
+    char names[512], extra, *end;
+    double seconds;
     perf_opts_t o;
     int opt, ret;
 
@@ -225,44 +291,107 @@ int main(int argc, char **argv)
     }
     perf_parse_list(default_tls, &o);
 
-    while ((opt = getopt_long(argc, argv, "sp:f:o:d:c:W:n:w:h", options,
+    while ((opt = getopt_long(argc, argv, "sp:f:o:d:c:W:n:w:hV", options,
                               NULL)) != -1) {
         switch (opt) {
         case 's': server = 1; break;
-        case 'p': o.port = atoi(optarg); break;
+        case 'p':
+            if (perf_parse_number("port", optarg, 1, 65535, &num)) {
+                return 2;
+            }
+            o.port = (int)num;
+            break;
         case 'f':
             o.params.cell.family = perf_parse_family(optarg);
+            if (o.params.cell.family < 0) {
+                perf_bad_value("family", optarg, "base, fetch or compare");
+                return 2;
+            }
             break;
         case 'o':
             o.params.cell.op = perf_parse_name(optarg, FI_ATOMIC_OP_LAST,
                                                fiatomic_ref_op_name,
                                                fiatomic_ref_op_short_name);
+            if (o.params.cell.op < 0) {
+                perf_bad_value("op", optarg,
+                               perf_name_list(FI_ATOMIC_OP_LAST,
+                                              fiatomic_ref_op_short_name,
+                                              names, sizeof(names)));
+                return 2;
+            }
             break;
         case 'd':
             o.params.cell.datatype =
                 perf_parse_name(optarg, FIATOMIC_REF_DATATYPE_COUNT,
                                 fiatomic_ref_datatype_name,
                                 fiatomic_ref_datatype_short_name);
+            if (o.params.cell.datatype < 0) {
+                perf_bad_value("datatype", optarg,
+                               perf_name_list(FIATOMIC_REF_DATATYPE_COUNT,
+                                              fiatomic_ref_datatype_short_name,
+                                              names, sizeof(names)));
+                return 2;
+            }
             break;
-        case 'c': o.params.count  = strtoul(optarg, NULL, 0); break;
-        case 'W': o.params.window = strtoul(optarg, NULL, 0); break;
-        case 'n': o.params.iters  = strtoul(optarg, NULL, 0); break;
-        case 'w': o.params.warmup = strtoul(optarg, NULL, 0); break;
+        case 'c':
+            if (perf_parse_number("count", optarg, 1,
+                                  FIATOMIC_MAX_COUNT_LIMIT, &num)) {
+                return 2;
+            }
+            o.params.count = num;
+            break;
+        case 'W':
+            if (perf_parse_number("window", optarg, 1,
+                                  FIATOMIC_MAX_INFLIGHT_LIMIT, &num)) {
+                return 2;
+            }
+            o.params.window = (unsigned)num;
+            break;
+        case 'n':
+            if (perf_parse_number("iteration count", optarg, 1, SIZE_MAX,
+                                  &num)) {
+                return 2;
+            }
+            o.params.iters = num;
+            break;
+        case 'w':
+            if (perf_parse_number("warm-up count", optarg, 0, SIZE_MAX,
+                                  &num)) {
+                return 2;
+            }
+            o.params.warmup = num;
+            break;
         case PERF_OPT_SERVE_FD: serve_fd = atoi(optarg); break;
         case PERF_OPT_CPU: o.cpu_server = atoi(optarg); break;
         case PERF_OPT_MATRIX: matrix = 1; break;
         case PERF_OPT_TRANSPORTS:
             if (perf_parse_list(optarg, &o)) {
-                usage();
+                snprintf(names, sizeof(names), "1 to %d transports, "
+                         "comma-separated (posix,tcp; atomicx+tcp)",
+                         PERF_MAX_TRANSPORTS);
+                perf_bad_value("transport list", optarg, names);
                 return 2;
             }
             break;
-        case PERF_OPT_STRATEGY: o.strategy = optarg; break;
+        case PERF_OPT_STRATEGY:
+            if (strcasecmp(optarg, "auto") && strcasecmp(optarg, "native") &&
+                strcasecmp(optarg, "cas") && strcasecmp(optarg, "direct") &&
+                strcasecmp(optarg, "target")) {
+                perf_bad_value("strategy", optarg,
+                               "auto, native, cas, direct or target");
+                return 2;
+            }
+            o.strategy = optarg;
+            break;
         case PERF_OPT_VERIFY: verify = 1; break;
         case PERF_OPT_ORDERED: o.ordered = 1; break;
         case PERF_OPT_NO_VERIFY: verify = 0; break;
         case PERF_OPT_VERIFY_COUNT:
-            o.verify_count = strtoul(optarg, NULL, 0);
+            if (perf_parse_number("verification count", optarg, 1,
+                                  FIATOMIC_MAX_COUNT_LIMIT, &num)) {
+                return 2;
+            }
+            o.verify_count = num;
             break;
         case PERF_OPT_BASELINE:
             if (!strcasecmp(optarg, "ucp")) {
@@ -276,21 +405,37 @@ int main(int argc, char **argv)
                 }
                 o.baseline_ofi = 1;
             } else {
-                usage();
+                perf_bad_value("baseline", optarg, "ucp or libfabric");
                 return 2;
             }
             break;
         case PERF_OPT_CSV: o.fmt = PERF_FMT_CSV; break;
         case PERF_OPT_PIN:
-            if (sscanf(optarg, "%d,%d", &o.cpu_client, &o.cpu_server) != 2) {
-                usage();
+            if ((sscanf(optarg, "%d,%d%c", &o.cpu_client, &o.cpu_server,
+                        &extra) != 2) ||
+                (o.cpu_client < 0) || (o.cpu_server < 0)) {
+                perf_bad_value("CPU pair", optarg,
+                               "two CPU numbers, INITIATOR,TARGET");
                 return 2;
             }
             break;
         case PERF_OPT_GOALS: goals = 1; break;
         case PERF_OPT_PROGRESS: o.progress = 1; break;
+        case PERF_OPT_REPORT_INTERVAL:
+            seconds = strtod(optarg, &end);
+            if ((end == optarg) || (*end != '\0') || !(seconds >= 0) ||
+                (seconds > 86400)) {
+                perf_bad_value("report interval", optarg,
+                               "seconds from 0 (none) to 86400");
+                return 2;
+            }
+            perf_measure_report_interval(seconds);
+            break;
         case 'h': usage(); return 0;
-        default:  usage(); return 2;
+        case 'V': version(); return 0;
+        default:
+            fprintf(stderr, "Try '" PERF_NAME " --help'.\n");
+            return 2;
         }
     }
 
@@ -299,11 +444,19 @@ int main(int argc, char **argv)
         return perf_server_run(serve_fd);
     }
 
-    if ((o.params.cell.family < 0) || (o.params.cell.op < 0) ||
-        (o.params.cell.datatype < 0) || (o.params.count == 0) ||
-        (o.params.window == 0) || (o.params.iters == 0) ||
-        (o.verify_count == 0) || (optind + 1 < argc)) {
-        usage();
+    if (optind + 1 < argc) {
+        fprintf(stderr, PERF_NAME ": unexpected argument '%s' (one HOST at "
+                "most)\nTry '" PERF_NAME " --help'.\n", argv[optind + 1]);
+        return 2;
+    }
+    /* the window's elements must fit the target's region (perftest_slots.c) */
+    if (perf_slot_stride(&o.params) * o.params.window > PERF_REGION_SIZE / 2) {
+        fprintf(stderr, PERF_NAME ": window %u x count %zu of %s (%zu bytes "
+                "each) needs more than the %u MiB of target memory the test "
+                "uses; lower -W or -c\n", o.params.window, o.params.count,
+                fiatomic_ref_datatype_name(o.params.cell.datatype),
+                fiatomic_ref_datatype_size(o.params.cell.datatype),
+                PERF_REGION_SIZE / 2 / (1u << 20));
         return 2;
     }
     if (optind < argc) {

@@ -10,7 +10,7 @@
  *   perftest_measure.c  latency and rate loops, statistics
  *   perftest_report.c   ucx_perftest-style output, tables and CSV
  *   perftest_matrix.c   sweep over every supported cell
- *   perftest_goals.c    the goals of issue 5, measured and judged
+ *   perftest_goals.c    the performance goals, measured and judged
  */
 #ifndef FIATOMIC_PERFTEST_H_
 #define FIATOMIC_PERFTEST_H_
@@ -62,7 +62,7 @@ typedef struct perf_result {
     double lat_p90;
     double lat_p99;
     double lat_max;
-    double rate;        /* calls per second, typical (1 / lat_typical) */
+    double rate;        /* calls per second, overall (1 / lat_avg) */
 } perf_result_t;
 
 
@@ -250,6 +250,8 @@ void perf_time_init(void);
 uint64_t perf_time_now(void);
 double perf_time_to_us(uint64_t ticks);
 
+/** Seconds between progress lines of a long measurement; 0: none. */
+void perf_measure_report_interval(double seconds);
 /** Run warm-up and iterations; 0 or -1 (error printed). */
 int perf_measure(perf_driver_t *drv, const perf_params_t *p,
                  perf_result_t *res);
@@ -289,7 +291,7 @@ int perf_single_run(const perf_opts_t *o);
 /* perftest_matrix.c: every supported cell, a table per transport; returns
  * the number of failed cells (or -1 on a setup error) */
 int perf_matrix_run(const perf_opts_t *o);
-/* perftest_goals.c: the goals of issue 5 */
+/* perftest_goals.c: the performance goals, measured and judged */
 int perf_goals_run(const perf_opts_t *o);
 
 /** Start a session as the options say (loopback or client). */

@@ -1,5 +1,9 @@
 /**
- * The goals of issue 5, measured in one run and judged MET / NOT MET.
+ * The performance goals, measured in one run and judged MET / NOT MET.
+ * Each goal is named after the ratio it judges ("native-latency-vs-ucp":
+ * fiatomic's latency of a native cell over raw UCP's; "-vs-fadd": over raw
+ * UCP's 64-bit fetch-add; "speedup-vs-ofi-*": libfabric's latency over
+ * fiatomic's).
  *
  * Every ratio compares measurements of the same run and session, taken
  * close together: the reference (raw UCP fetch-add of a u64, "native
@@ -17,7 +21,7 @@
 
 #define PERF_GOAL_REPEATS  5    /* interleaved repeats of a confirmation */
 #define PERF_GOAL_WINDOW   64   /* outstanding calls of the rate goals */
-#define PERF_GOAL_ARRAY    1024 /* goal 4 */
+#define PERF_GOAL_ARRAY    1024 /* array1024-latency-vs-single */
 #define PERF_GOAL_MAX      32
 
 typedef enum {
@@ -27,7 +31,7 @@ typedef enum {
 } perf_api_t;
 
 typedef struct {
-    int        num;
+    char       name[32];
     char       transport[16];
     char       what[128];
     double     value;
@@ -137,7 +141,7 @@ static int perf_goal_pair(perf_goals_t *g, perf_api_t api_a,
 /* ------------------------------------------------------------------------ */
 /* Reporting                                                                 */
 
-static void perf_goal_add(perf_goals_t *g, int num, const char *what,
+static void perf_goal_add(perf_goals_t *g, const char *name, const char *what,
                           double value, int at_most, double limit,
                           const char *detail)
 {
@@ -147,7 +151,7 @@ static void perf_goal_add(perf_goals_t *g, int num, const char *what,
         return;
     }
     goal          = &g->goals[g->num_goals++];
-    goal->num     = num;
+    snprintf(goal->name, sizeof(goal->name), "%s", name);
     goal->value   = value;
     goal->at_most = at_most;
     goal->limit   = limit;
@@ -155,7 +159,7 @@ static void perf_goal_add(perf_goals_t *g, int num, const char *what,
     snprintf(goal->transport, sizeof(goal->transport), "%s", g->tl);
     snprintf(goal->what, sizeof(goal->what), "%s", what);
     snprintf(goal->detail, sizeof(goal->detail), "%s", detail);
-    printf("GOAL %d %-6s %-44s x%-9.4g (%s %.3g) %-8s %s\n", num, g->tl,
+    printf("GOAL %-27s %-6s %-44s x%-9.4g (%s %.3g) %-8s %s\n", name, g->tl,
            what, value, at_most ? "<=" : ">=", limit,
            goal->met ? "MET" : "NOT MET", detail);
     fflush(stdout);
@@ -259,14 +263,15 @@ typedef struct {
     int               invert;      /* judge B / A instead (faster than) */
 } perf_sweep_t;
 
-static void perf_goal_sweep(perf_goals_t *g, int num, const char *what,
+static void perf_goal_sweep(perf_goals_t *g, const char *name,
+                            const char *what,
                             const perf_sweep_t *sw, const perf_cell_t *cells,
                             unsigned n)
 {
     double a, b, ratio, worst = 0, sum = 0;
     perf_params_t pa, pb;
     unsigned i, measured = 0, missed = 0;
-    char worst_name[64] = "-", name[64], detail[128];
+    char worst_name[64] = "-", detail[128];
     int first = 1, bad;
 
     for (i = 0; i < n; ++i) {
@@ -302,20 +307,20 @@ static void perf_goal_sweep(perf_goals_t *g, int num, const char *what,
     }
 
     if (measured == 0) {
-        printf("GOAL %d %-6s %-44s not measured (no cells)\n", num, g->tl,
-               what);
+        printf("GOAL %-27s %-6s %-44s not measured (no cells)\n", name,
+               g->tl, what);
         return;
     }
-    snprintf(name, sizeof(name), "%s", worst_name);
     snprintf(detail, sizeof(detail), "worst %s; mean x%.3f; %u/%u cells "
-             "miss", name, sum / measured, missed, measured);
-    perf_goal_add(g, num, what, worst, sw->at_most, sw->limit, detail);
+             "miss", worst_name, sum / measured, missed, measured);
+    perf_goal_add(g, name, what, worst, sw->at_most, sw->limit, detail);
 }
 
 /* ------------------------------------------------------------------------ */
 /* The goals                                                                 */
 
-/* 1. native cells within 5% of raw UCP, latency and rate */
+/* native-latency-vs-ucp, native-rate-vs-ucp: native cells within 5% of raw
+ * UCP, latency and rate */
 static void perf_goal_native(perf_goals_t *g)
 {
     perf_cell_t cells[64];
@@ -329,19 +334,21 @@ static void perf_goal_native(perf_goals_t *g)
     sw.iters   = g->iters;
     sw.at_most = 1;
     sw.limit   = 1.05;
-    perf_goal_sweep(g, 1, "native cells: latency / raw UCP", &sw, cells, n);
+    perf_goal_sweep(g, "native-latency-vs-ucp",
+                    "native cells: latency / raw UCP", &sw, cells, n);
 
     sw.window  = PERF_GOAL_WINDOW;
     sw.iters   = g->rate_iters;
     sw.at_most = 0;
     sw.limit   = 0.95;
     sw.invert  = 1; /* rate ratio = UCP time / fiatomic time */
-    perf_goal_sweep(g, 1, "native cells: rate (64 in flight) / raw UCP",
+    perf_goal_sweep(g, "native-rate-vs-ucp",
+                    "native cells: rate (64 in flight) / raw UCP",
                     &sw, cells, n);
 }
 
-/* 2. shared memory: every cell <= 2x native fetch-add, >= 5x faster than
- *    libfabric shm */
+/* cell-latency-vs-fadd, speedup-vs-ofi-shm: shared memory, every cell
+ * <= 2x native fetch-add, >= 5x faster than libfabric shm */
 static void perf_goal_shm(perf_goals_t *g)
 {
     static perf_cell_t cells[FIATOMIC_REF_DATATYPE_COUNT *
@@ -352,7 +359,8 @@ static void perf_goal_shm(perf_goals_t *g)
     perf_sweep_t sw;
 
     if (perf_goal_ref(g, 1, g->iters, ref, 3)) {
-        printf("GOAL 2 %-6s cannot measure the native fetch-add\n", g->tl);
+        printf("GOAL %-27s %-6s cannot measure the native fetch-add\n",
+               "cell-latency-vs-fadd", g->tl);
         return;
     }
 
@@ -366,7 +374,8 @@ static void perf_goal_shm(perf_goals_t *g)
     sw.limit     = 2.0;
     printf("       %-6s native fetch-add (raw UCP, u64): %.4f us\n", g->tl,
            perf_median(ref, 3));
-    perf_goal_sweep(g, 2, "every cell: latency / native fetch-add", &sw,
+    perf_goal_sweep(g, "cell-latency-vs-fadd",
+                    "every cell: latency / native fetch-add", &sw,
                     cells, n);
 
     if (g->o->baseline_ofi) {
@@ -378,13 +387,15 @@ static void perf_goal_shm(perf_goals_t *g)
         sw.at_most = 0;
         sw.limit   = 5.0;
         sw.invert  = 1; /* speed-up = libfabric time / fiatomic time */
-        perf_goal_sweep(g, 2, "libfabric shm latency / fiatomic", &sw, cells,
+        perf_goal_sweep(g, "speedup-vs-ofi-shm",
+                        "libfabric shm latency / fiatomic", &sw, cells,
                         n);
     }
 }
 
-/* 3. tcp: emulated cells <= 1.3x native fetch-add, rate >= 0.8x native,
- *    faster than tcp;ofi_rxm */
+/* emulated-latency-vs-fadd, emulated-rate-vs-fadd, speedup-vs-ofi-tcp: tcp,
+ * emulated cells <= 1.3x native fetch-add, rate >= 0.8x native, faster than
+ * tcp;ofi_rxm */
 static void perf_goal_tcp(perf_goals_t *g)
 {
     static perf_cell_t cells[FIATOMIC_REF_DATATYPE_COUNT *
@@ -397,7 +408,8 @@ static void perf_goal_tcp(perf_goals_t *g)
 
     if (perf_goal_ref(g, 1, g->iters, ref, 3) ||
         perf_goal_ref(g, PERF_GOAL_WINDOW, g->rate_iters, rate_ref, 3)) {
-        printf("GOAL 3 %-6s cannot measure the native fetch-add\n", g->tl);
+        printf("GOAL %-27s %-6s cannot measure the native fetch-add\n",
+               "emulated-latency-vs-fadd", g->tl);
         return;
     }
     printf("       %-6s native fetch-add (raw UCP, u64): %.3f us, with %d "
@@ -412,7 +424,8 @@ static void perf_goal_tcp(perf_goals_t *g)
     sw.iters     = g->iters;
     sw.at_most   = 1;
     sw.limit     = 1.3;
-    perf_goal_sweep(g, 3, "emulated cells: latency / native fetch-add", &sw,
+    perf_goal_sweep(g, "emulated-latency-vs-fadd",
+                    "emulated cells: latency / native fetch-add", &sw,
                     cells, n);
 
     n = perf_goal_cells(g, perf_filter_emulated_rep, cells,
@@ -422,7 +435,8 @@ static void perf_goal_tcp(perf_goals_t *g)
     sw.at_most   = 0;
     sw.limit     = 0.8;
     sw.invert    = 1;
-    perf_goal_sweep(g, 3, "emulated cells (u64 f64 u128 cld): rate / native",
+    perf_goal_sweep(g, "emulated-rate-vs-fadd",
+                    "emulated cells (u64 f64 u128 cld): rate / native",
                     &sw, cells, n);
 
     if (g->o->baseline_ofi) {
@@ -436,12 +450,14 @@ static void perf_goal_tcp(perf_goals_t *g)
         sw.at_most = 0;
         sw.limit   = 1.0;
         sw.invert  = 1;
-        perf_goal_sweep(g, 3, "tcp;ofi_rxm latency / fiatomic", &sw, cells,
+        perf_goal_sweep(g, "speedup-vs-ofi-tcp",
+                        "tcp;ofi_rxm latency / fiatomic", &sw, cells,
                         n_all);
     }
 }
 
-/* 4. count 1024 of SUM u64 over tcp within 10x the count-1 latency */
+/* array1024-latency-vs-single: count 1024 of SUM u64 over tcp within 10x
+ * the count-1 latency */
 static void perf_goal_array(perf_goals_t *g)
 {
     perf_params_t pa, pb;
@@ -453,16 +469,19 @@ static void perf_goal_array(perf_goals_t *g)
     perf_goal_params(g, &perf_goal_fadd, 1, 1, g->iters, &pb);
     if (perf_goal_pair(g, PERF_API_FIA, &pa, PERF_API_FIA, &pb,
                        PERF_GOAL_REPEATS, &a, &b)) {
-        printf("GOAL 4 %-6s cannot measure\n", g->tl);
+        printf("GOAL %-27s %-6s cannot measure\n",
+               "array1024-latency-vs-single", g->tl);
         return;
     }
     snprintf(detail, sizeof(detail), "fetch SUM UINT64: count 1024 %.2f us, "
              "count 1 %.2f us", a, b);
-    perf_goal_add(g, 4, "count 1024 latency / count 1", a / b, 1, 10.0,
+    perf_goal_add(g, "array1024-latency-vs-single",
+                  "count 1024 latency / count 1", a / b, 1, 10.0,
                   detail);
 }
 
-/* 5. no allocation per call in steady state, RSS flat */
+/* mallocs-per-call, rss-growth-mib: no allocation per call in steady
+ * state, RSS flat */
 static void perf_goal_memory(perf_goals_t *g, size_t calls,
                              const perf_cell_t *cell, unsigned window)
 {
@@ -493,14 +512,15 @@ static void perf_goal_memory(perf_goals_t *g, size_t calls,
     /* the measurement's own buffers (2 small arrays) are the only
      * allocations of the tool in that span */
     per_call = (double)((m1 - m0) + (sm1 - sm0)) / (double)calls;
-    snprintf(what, sizeof(what), "%.0e calls of %s, %u in flight",
+    snprintf(what, sizeof(what), "allocations per call: %.0e of %s, W %u",
              (double)calls, perf_cell_str(cell, name, sizeof(name)), window);
     snprintf(detail, sizeof(detail), "RSS +%lld KiB here, +%lld KiB target; "
              "%s", ((long long)rss1 - (long long)rss0) / 1024,
              ((long long)srss1 - (long long)srss0) / 1024,
              counted ? "" : "mallocs not counted in this build");
-    perf_goal_add(g, 5, what, counted ? per_call : 0, 1, 0.001, detail);
-    perf_goal_add(g, 5, "RSS growth (MiB, both processes)",
+    perf_goal_add(g, "mallocs-per-call", what, counted ? per_call : 0, 1,
+                  0.001, detail);
+    perf_goal_add(g, "rss-growth-mib", "RSS growth (MiB, both processes)",
                   (double)(((long long)rss1 - (long long)rss0) +
                            ((long long)srss1 - (long long)srss0)) /
                   (1 << 20), 1, 1.0, "");
@@ -560,10 +580,10 @@ int perf_goals_run(const perf_opts_t *o)
         errors += (perf_goals_transport(o, o->transports[i], g) != 0);
     }
 
-    printf("\n%-4s %-6s %-44s %10s %8s  %s\n", "goal", "tl", "measured",
-           "ratio", "target", "verdict");
+    printf("\n%-27s %-6s %-44s %10s %8s  %s\n", "goal", "tl", "measured",
+           "value", "target", "verdict");
     for (i = 0; i < g->num_goals; ++i) {
-        printf("%-4d %-6s %-44s %10.4g %3s %5.3g  %s\n", g->goals[i].num,
+        printf("%-27s %-6s %-44s %10.4g %3s %5.3g  %s\n", g->goals[i].name,
                g->goals[i].transport, g->goals[i].what, g->goals[i].value,
                g->goals[i].at_most ? "<=" : ">=", g->goals[i].limit,
                g->goals[i].met ? "MET" : "NOT MET");

@@ -36,9 +36,12 @@ int perf_node_init(perf_node_t *node)
         goto err_cleanup;
     }
 
-    /* the window (-W) is the benchmark's own bound on calls in flight */
-    fparams.field_mask   = FIATOMIC_PARAM_FIELD_MAX_INFLIGHT;
+    /* the window (-W) is the benchmark's own bound on calls in flight, and
+     * -c any count up to the library's limit */
+    fparams.field_mask   = FIATOMIC_PARAM_FIELD_MAX_INFLIGHT |
+                           FIATOMIC_PARAM_FIELD_MAX_COUNT;
     fparams.max_inflight = FIATOMIC_MAX_INFLIGHT_LIMIT;
+    fparams.max_count    = FIATOMIC_MAX_COUNT_LIMIT;
     status = fiatomic_create(node->context, node->worker, &fparams,
                              &node->fia);
     if (status != UCS_OK) {

@@ -1,0 +1,121 @@
+#!/bin/bash
+# make check: the installed tools as a user meets them.
+#  - fiatomic_info and fiatomic_perftest answer --version and --help (exit 0)
+#    and refuse unknown options (exit 2);
+#  - fiatomic_perftest names the bad value in its error (exit 2) for every
+#    option that takes one, and runs a count above libfiatomic's default
+#    max_count;
+#  - fiatomic_info's table names datatypes in full and agrees with its CSV;
+#  - fiatomic_perftest prints a progress line every report interval of a
+#    long run (none with interval 0), and its rate column is the overall one
+#    (1e6 / overall latency).
+# Run from the top build directory (automake's test driver does).
+set -uo pipefail
+info=${FIATOMIC_INFO:-src/tools/fiatomic_info}
+perf=${FIATOMIC_PERFTEST:-src/tools/fiatomic_perftest}
+version=${PACKAGE_VERSION:?}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+checks=0
+
+ok()  { checks=$((checks + 1)); }
+bad() { checks=$((checks + 1)); echo "FAIL: $*"; fail=1; }
+
+# expect <rc> <stdout regex> <stderr regex> -- command...
+expect() {
+    local want_rc=$1 out_re=$2 err_re=$3 rc
+    shift 4
+    "$@" > "$tmp/out" 2> "$tmp/err"
+    rc=$?
+    if [ $rc -ne "$want_rc" ]; then
+        bad "$*: exit $rc, expected $want_rc"; sed 's/^/  /' "$tmp/err" | head -5
+    elif [ -n "$out_re" ] && ! grep -qE -- "$out_re" "$tmp/out"; then
+        bad "$*: stdout lacks /$out_re/"; head -5 "$tmp/out" | sed 's/^/  /'
+    elif [ -n "$err_re" ] && ! grep -qE -- "$err_re" "$tmp/err"; then
+        bad "$*: stderr lacks /$err_re/"; head -5 "$tmp/err" | sed 's/^/  /'
+    else
+        ok
+    fi
+}
+
+echo "=== tools: --version, --help, unknown options ==="
+for tool in "$info" "$perf"; do
+    name=$(basename "$tool")
+    expect 0 "^$name \(atomicx\) $version\$" "" -- "$tool" --version
+    expect 0 "^UCX [0-9]+\.[0-9]+" "" -- "$tool" -V
+    expect 0 "^Usage: $name" "" -- "$tool" --help
+    expect 2 "" "unrecognized option" -- "$tool" --no-such-option
+done
+expect 2 "" "unexpected argument 'extra'" -- "$info" extra
+expect 2 "" "--all needs --csv" -- "$info" --all
+
+echo "=== fiatomic_perftest: bad values named ==="
+while IFS='|' read -r what args; do
+    # shellcheck disable=SC2086
+    expect 2 "" "$what" -- "$perf" $args
+done <<'EOF_CASES'
+invalid datatype 's16': expected i8, u8|-d s16
+invalid op 'bogus': expected min, max|-o bogus
+invalid family 'fetchy'|-f fetchy
+invalid count '0'|-c 0
+invalid count '2000000': expected a number from 1 to 1048576|-c 2000000
+invalid count '12x'|-c 12x
+invalid window '0'|-W 0
+invalid iteration count '-5'|-n -5
+invalid warm-up count 'many'|-w many
+invalid port '70000'|-p 70000
+invalid baseline 'mpi': expected ucp or libfabric|--baseline mpi
+invalid strategy 'fast'|--strategy fast
+invalid CPU pair '3'|--pin 3
+invalid verification count '0'|--verify-count 0
+invalid transport list ','|--transports ,
+unexpected argument 'b'|a b
+window 1024 x count 4096 of FI_LONG_DOUBLE_COMPLEX|-W 1024 -c 4096 -d cld
+EOF_CASES
+
+echo "=== fiatomic_perftest: count 5000 (above the default max_count) ==="
+expect 0 "^Final: +20 " "" -- env UCX_TLS=posix "$perf" -c 5000 -n 20 -w 2 --verify
+grep -q "verified against fiatomic_ref: ok" "$tmp/out" && ok ||
+    bad "-c 5000 --verify: no 'verified ... ok' line"
+
+echo "=== fiatomic_info: full datatype names, table and CSV agree ==="
+expect 0 "^LONG_DOUBLE_COMPLEX " "" -- env UCX_TLS=posix "$info"
+cp "$tmp/out" "$tmp/table"
+for dt in DOUBLE DOUBLE_COMPLEX LONG_DOUBLE FLOAT_COMPLEX INT128 UINT128; do
+    [ "$(grep -cE "^$dt +" "$tmp/table")" -eq 3 ] && ok ||
+        bad "table: not one $dt row per family"
+done
+table_cells=$(grep -E '^[A-Z0-9_]+ +[NCDTx.]' "$tmp/table" |
+              awk '{for (i = 2; i <= NF; ++i) if ($i != ".") ++n} END {print n + 0}')
+expect 0 "^family,op,datatype," "" -- env UCX_TLS=posix "$info" --csv
+csv_cells=$(tail -n +2 "$tmp/out" | wc -l)
+csv_supported=$(tail -n +2 "$tmp/out" | awk -F, '$4 == 1' | wc -l)
+summary=$(sed -n 's/^\([0-9]*\) supported cells.*/\1/p' "$tmp/table")
+[ "$table_cells" -eq "$csv_cells" ] && [ "$csv_cells" -eq 414 ] && ok ||
+    bad "table shows $table_cells cells, CSV $csv_cells, fi_atomic(3) has 414"
+[ "$summary" = "$csv_supported" ] && ok ||
+    bad "table says $summary supported, CSV $csv_supported"
+
+echo "=== fiatomic_perftest: progress lines, rate = 1e6 / overall ==="
+# posix, direct: 0.02-1 us a call, so 2000000 calls take 0.04 s or more:
+# progress lines every 0.01 s (the default interval is a second)
+interval=0.01
+expect 0 "^Final:" "fiatomic fetch SUM UINT64: [0-9]+/2000000 calls, overall" -- \
+    env UCX_TLS=posix "$perf" -n 2000000 --report-interval $interval
+lines=$(grep -c "calls, overall" "$tmp/err")
+read -r iters overall rate <<< "$(awk '/^Final:/ {print $2, $5, $9}' "$tmp/out")"
+echo "  $lines progress lines; $iters calls, overall $overall us, $rate calls/s"
+awk -v o="$overall" -v r="$rate" 'BEGIN {d = r - 1e6 / o; if (d < 0) d = -d;
+                                   exit !(d <= 0.01 * r + 1)}' && ok ||
+    bad "rate $rate calls/s is not 1e6 / overall latency $overall us"
+max=$(awk -v i="$iters" -v o="$overall" -v t=$interval \
+      'BEGIN {printf "%d", i * o / 1e6 / t + 1}')
+[ "$lines" -ge 1 ] && [ "$lines" -le "$max" ] && ok ||
+    bad "$lines progress lines, expected 1 to $max"
+expect 0 "^Final:" "" -- env UCX_TLS=posix "$perf" -n 200000 --report-interval 0
+[ ! -s "$tmp/err" ] && ok || bad "--report-interval 0 still printed: $(head -2 "$tmp/err")"
+expect 2 "" "invalid report interval '-1'" -- "$perf" --report-interval -1
+
+echo "$checks checks, $([ $fail -eq 0 ] && echo "all passed" || echo "some FAILED")"
+exit $fail
