@@ -228,6 +228,7 @@ FIATOMIC_API ucs_status_t fiatomic_create(ucp_context_h context,
     ucs_list_head_init(&fia->free_replies);
     ucs_list_head_init(&fia->free_msgs);
 
+    fiatomic_check_atomicx_loaded();
     fiatomic_context_detect_tls(fia);
     status = fiatomic_target_init(fia);
     if (status != UCS_OK) {

@@ -460,6 +460,10 @@ void fiatomic_cpu_apply(fiatomic_h fia, const fiatomic_cell_t *cell,
                         void *old);
 
 /* fiatomic_target_am.c: the target's side, requests in and replies out */
+/* fiatomic_atomicx_check.c: warn once when UCX_TLS names atomicx and it is
+ * not loaded */
+void fiatomic_check_atomicx_loaded(void);
+
 ucs_status_t fiatomic_target_init(fiatomic_h fia);
 /** fiatomic_destroy(): handlers off, held requests and caches dropped. */
 void fiatomic_target_cleanup(fiatomic_h fia);

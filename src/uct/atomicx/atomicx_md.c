@@ -50,6 +50,45 @@ static int uct_atomicx_device_usable(struct ibv_device *device)
 }
 
 
+/*
+ * Does UCX_TLS ask for atomicx by name? Then a user who finds atomicx without
+ * resources is told why at UCX's default log level (WARN), once per process;
+ * otherwise (UCX_TLS unset, "all", "^atomicx", ...) a host without a device
+ * is normal and only debug logs say so.
+ */
+static int uct_atomicx_tls_named(void)
+{
+    const char *tls = getenv("UCX_TLS");
+    size_t len      = strlen(UCT_ATOMICX_NAME);
+    const char *p;
+
+    if ((tls == NULL) || (tls[0] == '^')) {
+        return 0;
+    }
+    for (p = tls; p != NULL; p = strchr(p, ',')) {
+        p += (*p == ',');
+        if (!strncmp(p, UCT_ATOMICX_NAME, len) &&
+            ((p[len] == '\0') || (p[len] == ',') || (p[len] == ':'))) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The one line that says why atomicx has no resource. */
+static void uct_atomicx_warn_no_resource(const char *why)
+{
+    static int warned = 0;
+
+    if (!uct_atomicx_tls_named()) {
+        ucs_debug("%s", why);
+    } else if (!warned) {
+        warned = 1;
+        ucs_warn("%s", why);
+    }
+}
+
+
 static ucs_status_t
 uct_atomicx_query_md_resources(uct_component_t *component,
                                uct_md_resource_desc_t **resources_p,
@@ -59,6 +98,8 @@ uct_atomicx_query_md_resources(uct_component_t *component,
     struct ibv_device **devices;
     int i, num_devices;
     unsigned count;
+    char names[128], why[256];
+    size_t len;
 
     devices = ibv_get_device_list(&num_devices);
     if (devices == NULL) {
@@ -75,8 +116,13 @@ uct_atomicx_query_md_resources(uct_component_t *component,
         return UCS_ERR_NO_MEMORY;
     }
 
-    count = 0;
-    for (i = 0; i < num_devices; ++i) {
+    count    = 0;
+    names[0] = '\0';
+    for (i = 0, len = 0; i < num_devices; ++i) {
+        if (len < sizeof(names)) {
+            len += snprintf(names + len, sizeof(names) - len, "%s%s",
+                            len ? " " : "", ibv_get_device_name(devices[i]));
+        }
         if (uct_atomicx_device_usable(devices[i])) {
             ucs_snprintf_zero(resources[count].md_name,
                               sizeof(resources[count].md_name), "%s%s",
@@ -93,6 +139,15 @@ uct_atomicx_query_md_resources(uct_component_t *component,
     if (count == 0) {
         ucs_free(resources);
         resources = NULL;
+        if (num_devices == 0) {
+            snprintf(why, sizeof(why), "atomicx is loaded but has no "
+                     "device: no RDMA verbs device found");
+        } else {
+            snprintf(why, sizeof(why), "atomicx is loaded but has no "
+                     "device: none of the %d verbs device(s) (%s) has "
+                     "remote atomics (atomic_cap NONE)", num_devices, names);
+        }
+        uct_atomicx_warn_no_resource(why);
     }
 
     *resources_p     = resources;
@@ -296,6 +351,7 @@ uct_atomicx_query_tl_devices(uct_md_h tl_md,
     uct_atomicx_md_t *md = ucs_derived_of(tl_md, uct_atomicx_md_t);
     uct_tl_device_resource_t *devices;
     struct ibv_port_attr port_attr;
+    char why[256];
     unsigned count;
     uint8_t port;
 
@@ -327,6 +383,10 @@ uct_atomicx_query_tl_devices(uct_md_h tl_md,
     if (count == 0) {
         ucs_free(devices);
         devices = NULL;
+        snprintf(why, sizeof(why), "atomicx: %s has remote atomics but none "
+                 "of its %d port(s) is active", md->dev_name,
+                 md->dev_attr.phys_port_cnt);
+        uct_atomicx_warn_no_resource(why);
     }
 
     *tl_devices_p     = devices;
