@@ -1,6 +1,8 @@
 #!/bin/bash
 # Install what is needed, build with -Werror, and run every test suite:
-#  1. the regular build's gtest suites (make check),
+#  1. the regular build's gtest suites (make check: also the manual pages,
+#     the tools' options and messages), then its packaging (make dist
+#     contents, make install + installcheck: a pkg-config consumer),
 #  2. the same suites built with AddressSanitizer + UndefinedBehaviorSanitizer,
 #  3. the libFuzzer target of the target-side request decoder, 60 s,
 #  4. the atomicx guest suites on soft-RoCE (contrib/softroce),
@@ -53,6 +55,8 @@ step "build (-Werror)"
 build "$top/build-release" || exit 1
 step "tests"
 check "$top/build-release" || fail=1
+step "packaging (make dist contents, make install + installcheck, uninstall)"
+"$top/contrib/check-dist.sh" "$top/build-release" 2>&1 | tee -a "$logdir/all-tests.log" || fail=1
 
 step "build (-Werror, ASan+UBSan)"
 build "$top/build-asan" --enable-sanitizers || exit 1

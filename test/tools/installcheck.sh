@@ -1,0 +1,49 @@
+#!/bin/bash
+# make installcheck (and so make distcheck): what make install put in place
+# works for a consumer.
+#  - a program using fiatomic.h (examples/fiatomic_example.c) compiles and
+#    links with nothing but `pkg-config --cflags --libs fiatomic` against the
+#    installed prefix, and runs;
+#  - the tools run from the installed bindir (--version);
+#  - the manual pages and their per-function aliases are installed.
+# Environment (from Makefile.am): DESTDIR, bindir, libdir, mandir, CC,
+# top_srcdir.
+set -uo pipefail
+root=${DESTDIR:-}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+export PKG_CONFIG_PATH="$root$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+[ -z "$root" ] || export PKG_CONFIG_SYSROOT_DIR="$root"
+export LD_LIBRARY_PATH="$root$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+flags=$(pkg-config --cflags --libs fiatomic) || { echo "FAIL: pkg-config fiatomic"; exit 1; }
+echo "pkg-config --cflags --libs fiatomic: $flags"
+# shellcheck disable=SC2086
+if ${CC:-cc} -std=c99 -Wall -Werror -o "$tmp/consumer" \
+       "$top_srcdir/examples/fiatomic_example.c" $flags; then
+    out=$("$tmp/consumer" 2>&1) || bad "the consumer failed: $out"
+    echo "$out" | grep -q "^fetch MIN double x4 via " ||
+        bad "the consumer's output: $out"
+    ldd "$tmp/consumer" | grep -q "$root$libdir/libfiatomic.so" ||
+        bad "the consumer does not use the installed libfiatomic"
+else
+    bad "a consumer of fiatomic.h does not build with pkg-config's flags"
+fi
+
+for tool in fiatomic_info fiatomic_perftest; do
+    "$root$bindir/$tool" --version | grep -q "^$tool (atomicx) " ||
+        bad "$root$bindir/$tool --version"
+done
+
+for page in man3/fiatomic.3 man3/fiatomic_atomic.3 man1/fiatomic_info.1 \
+            man1/fiatomic_perftest.1; do
+    [ -s "$root$mandir/$page" ] || bad "$page is not installed"
+done
+grep -qx '.so man3/fiatomic_atomic.3' "$root$mandir/man3/fiatomic_fetch_atomic_nbx.3" ||
+    bad "man3/fiatomic_fetch_atomic_nbx.3 is no alias of fiatomic_atomic.3"
+
+[ $fail -eq 0 ] && echo "PASS: installcheck" || echo "FAIL: installcheck"
+exit $fail
