@@ -3,7 +3,8 @@
 # works for a consumer.
 #  - a program using fiatomic.h (examples/fiatomic_example.c) compiles and
 #    links with nothing but `pkg-config --cflags --libs fiatomic` against the
-#    installed prefix, and runs;
+#    installed prefix, and runs; fiatomic.pc names libfabric, whose include
+#    flags fiatomic.h needs;
 #  - the tools run from the installed bindir (--version);
 #  - the manual pages and their per-function aliases are installed.
 # Environment (from Makefile.am): DESTDIR, bindir, libdir, mandir, CC,
@@ -21,6 +22,15 @@ export LD_LIBRARY_PATH="$root$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 flags=$(pkg-config --cflags --libs fiatomic) || { echo "FAIL: pkg-config fiatomic"; exit 1; }
 echo "pkg-config --cflags --libs fiatomic: $flags"
+# fiatomic.h includes libfabric's headers: their flags must come with
+# --cflags even where they are in /usr/include (and so not visible here)
+if pkg-config --exists libfabric; then
+    pkg-config --print-requires-private fiatomic | grep -q '^libfabric' ||
+        bad "fiatomic.pc does not name libfabric (Requires.private)"
+    for f in $(pkg-config --cflags-only-I libfabric); do
+        [[ " $flags " == *" $f "* ]] || bad "--cflags lacks libfabric's $f"
+    done
+fi
 # shellcheck disable=SC2086
 if ${CC:-cc} -std=c99 -Wall -Werror -o "$tmp/consumer" \
        "$top_srcdir/examples/fiatomic_example.c" $flags; then
