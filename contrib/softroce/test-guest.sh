@@ -41,6 +41,8 @@ if [ "${ATOMICX_GUEST:-}" != 1 ]; then
 fi
 
 # ---- In the guest --------------------------------------------------------
+# shellcheck source=wait-listening.sh
+. "$here/wait-listening.sh"
 lib=$build/src/uct/atomicx/.libs/libuct_atomicx.so.0
 # How the UCX of this build finds atomicx, and its tools (ucx_perftest)
 eval "$("$here/ucx-of-build.sh" "$build")" || exit 1
@@ -70,7 +72,7 @@ gtest() { # gtest <binary>: output on stdout, result as exit code
 port=20000
 perf_timeout=300
 perf_pair() {
-    local envs=() args=() slog clog spid rc i
+    local envs=() args=() slog clog spid rc
     while [ "$1" != -- ]; do envs+=("$1"); shift; done
     shift
     args=("$@")
@@ -79,11 +81,7 @@ perf_pair() {
     env "${envs[@]}" timeout "$perf_timeout" taskset -c 0 ucx_perftest \
         "${args[@]}" -p "$port" >"$slog" 2>&1 &
     spid=$!
-    for i in $(seq 300); do
-        [ -z "$(ss -Hltn "sport = :$port")" ] || break
-        kill -0 "$spid" 2>/dev/null || break
-        sleep 0.1
-    done
+    wait_listening "$port" "$spid" 30
     env "${envs[@]}" timeout "$perf_timeout" taskset -c 1 ucx_perftest \
         "${args[@]}" -p "$port" localhost >"$clog" 2>&1
     rc=$?
@@ -158,7 +156,7 @@ ipv4_gid_index() {
 # Latency of one fetch-and-add round trip, in the same guest run:
 # raw verbs (ib_atomic_lat), atomicx UCT fadd and UCP ucp_fadd, as ratios.
 bench_suite() {
-    local n=${ATOMICX_BENCH_ITERS:-5000} gidx slog clog spid i
+    local n=${ATOMICX_BENCH_ITERS:-5000} gidx slog clog spid
     local ib_typ ib_avg uct_med uct_avg ucp_med ucp_avg
     gidx=$(ipv4_gid_index) || { echo "bench: no IPv4 RoCE v2 GID"; return 1; }
 
@@ -166,10 +164,7 @@ bench_suite() {
     slog=$(mktemp) clog=$(mktemp)
     timeout 300 taskset -c 0 ib_atomic_lat -d "${dev%%:*}" -i "${dev##*:}"         -x "$gidx" -F -p "$port" -n "$n" -A FETCH_AND_ADD >"$slog" 2>&1 &
     spid=$!
-    for i in $(seq 300); do
-        [ -z "$(ss -Hltn "sport = :$port")" ] || break
-        sleep 0.1
-    done
+    wait_listening "$port" "$spid" 30
     timeout 300 taskset -c 1 ib_atomic_lat -d "${dev%%:*}" -i "${dev##*:}"         -x "$gidx" -F -p "$port" -n "$n" -A FETCH_AND_ADD localhost         >"$clog" 2>&1 || { cat "$clog" "$slog"; return 1; }
     wait "$spid"
     cat "$clog"

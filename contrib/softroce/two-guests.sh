@@ -67,7 +67,7 @@ done
 # Fetch-and-add latency (median / average, usec) from the logs of one run;
 # the host prints them, the guests write the logs.
 figures() { # figures <logs-dir>
-    local logs=$1 f
+    local logs=$1
     final() { # final <log>: "median average" of ucx_perftest's Final: line
         # (its 50%ile and its overall average over all iterations)
         [ -f "$1" ] && awk '$1 == "Final:" { m = $3; a = $5 } END { if (a != "") print m, a }' "$1"
@@ -192,7 +192,7 @@ failed=()
 step=0
 port=21000
 
-say() { echo "$me[$id]: $*"; }
+say() { echo "${me}[$id]: $*"; }
 
 # Waits for a file of the other guest; gives up after <seconds> or when the
 # other guest aborted.
@@ -226,16 +226,17 @@ finish() {
     exit 0
 }
 
-# A run prints no UCX error or warning line (none is expected here).
-clean_log() { # clean_log <log>
-    if grep -E '\bUCX +(ERROR|WARN)\b' "$1" >/dev/null; then
-        echo "--- unexpected UCX ERROR/WARN lines in $(basename "$1"):"
-        grep -E '\bUCX +(ERROR|WARN)\b' "$1" | head -n 5
-        return 1
-    fi
+# Every UCX ERROR/WARN line of a step's log must be listed as expected,
+# with its reason, in contrib/ucx-log-expected.txt: its test is the gtest
+# test running then, else the section "two-guests: <step>" (the guest has no
+# /dev/fd: a pipe).
+clean_log() { # clean_log <step> <log>
+    { echo "=== $me: $1 ==="; cat "$2"; } |
+        "$here/../ucx-log-check.sh" --label "$me $1 $(basename "$2")"
 }
 
-listening() { [ -n "$(ss -Hltn "sport = :$1")" ]; }
+# shellcheck source=wait-listening.sh
+. "$here/wait-listening.sh"
 
 # pair <name> <oneshot|daemon> <check> -- <server command> -- <client command>
 # Guest a runs the server and waits until it listens on $port; guest b then
@@ -243,7 +244,7 @@ listening() { [ -n "$(ss -Hltn "sport = :$1")" ]; }
 # a daemon is stopped once the client is done. <check> is "final" (the
 # client printed ucx_perftest's Final: line) or "-".
 pair() {
-    local name=$1 kind=$2 check=$3 srv=() cli=() rc spid i log
+    local name=$1 kind=$2 check=$3 srv=() cli=() rc spid log
     shift 3
     [ "$1" = -- ] && shift
     while [ "$1" != -- ]; do srv+=("$1"); shift; done
@@ -256,12 +257,7 @@ pair() {
         log=$logs/$name.server.log
         timeout "$step_timeout" "${srv[@]}" >"$log" 2>&1 &
         spid=$!
-        for i in $(seq 600); do
-            listening "$port" && break
-            kill -0 "$spid" 2>/dev/null || break
-            sleep 0.2
-        done
-        if listening "$port"; then
+        if wait_listening "$port" "$spid" 120; then
             echo ok >"$sync/$step.ready"
         else
             echo "not listening" >"$sync/$step.ready"
@@ -277,7 +273,7 @@ pair() {
         fi
         echo "$rc" >"$sync/$step.server"
         cat "$log"
-        clean_log "$log" || rc=1
+        clean_log "$name" "$log" || rc=1
         [ "$(cat "$sync/$step.client")" = 0 ] || rc=1
     else
         log=$logs/$name.client.log
@@ -293,7 +289,7 @@ pair() {
         echo "$rc" >"$sync/$step.client"
         wait_file "$sync/$step.server" 120 || abort "$name: no server result"
         cat "$log"
-        clean_log "$log" || rc=1
+        clean_log "$name" "$log" || rc=1
         [ "$(cat "$sync/$step.server")" = 0 ] || rc=1
     fi
     port=$((port + 1))
@@ -317,7 +313,7 @@ solo() {
         timeout "$step_timeout" "$@" >"$log" 2>&1
         rc=$?
         cat "$log"
-        clean_log "$log" || rc=1
+        clean_log "$name" "$log" || rc=1
         echo "$rc" >"$sync/$step.done"
     else
         wait_file "$sync/$step.done" $((step_timeout + 60)) || abort "$name: no result"
@@ -333,15 +329,11 @@ solo() {
 
 # ucx_perftest server and client in guest a: the same-machine reference.
 loopback_perf() { # loopback_perf <perftest args...>
-    local slog rc i
+    local slog rc
     slog=$(mktemp)
     ucx_perftest "$@" -p "$port" >"$slog" 2>&1 &
     local spid=$!
-    for i in $(seq 600); do
-        listening "$port" && break
-        kill -0 "$spid" 2>/dev/null || break
-        sleep 0.2
-    done
+    wait_listening "$port" "$spid" 120
     ucx_perftest "$@" -p "$port" localhost
     rc=$?
     wait "$spid" || rc=$((rc ? rc : 1))
@@ -354,15 +346,11 @@ loopback_perf() { # loopback_perf <perftest args...>
 
 # ib_atomic_lat server and client in guest a.
 loopback_ib() { # loopback_ib <ib_atomic_lat args...>
-    local slog rc i
+    local slog rc
     slog=$(mktemp)
     "$@" -p "$port" >"$slog" 2>&1 &
     local spid=$!
-    for i in $(seq 600); do
-        listening "$port" && break
-        kill -0 "$spid" 2>/dev/null || break
-        sleep 0.2
-    done
+    wait_listening "$port" "$spid" 120
     "$@" -p "$port" localhost
     rc=$?
     wait "$spid" || rc=$((rc ? rc : 1))
@@ -430,17 +418,17 @@ for part in "${parts[@]}"; do
         pair "bench-ib_atomic_lat-cross" oneshot - \
             -- "${ib_lat[@]}" -p "$port" \
             -- "${ib_lat[@]}" -p "$port" "$addr_a"
-        solo "bench-ib_atomic_lat-loopback" -- bash -c "$(declare -f listening loopback_ib); port=$port; loopback_ib ${ib_lat[*]}"
+        solo "bench-ib_atomic_lat-loopback" -- bash -c "$(declare -f wait_listening loopback_ib); port=$port; loopback_ib ${ib_lat[*]}"
         port=$((port + 1))
         pair "bench-uct-fadd-cross" oneshot final \
             -- "${uct_env[@]}" ucx_perftest -x atomicx -d "$dev" -t fadd -n "$bench_iters" -p "$port" \
             -- "${uct_env[@]}" ucx_perftest -x atomicx -d "$dev" -t fadd -n "$bench_iters" -p "$port" "$addr_a"
-        solo "bench-uct-fadd-loopback" -- "${uct_env[@]}" bash -c "$(declare -f listening loopback_perf); port=$port; loopback_perf -x atomicx -d $dev -t fadd -n $bench_iters"
+        solo "bench-uct-fadd-loopback" -- "${uct_env[@]}" bash -c "$(declare -f wait_listening loopback_perf); port=$port; loopback_perf -x atomicx -d $dev -t fadd -n $bench_iters"
         port=$((port + 1))
         pair "bench-ucp_fadd-cross" oneshot final \
             -- "${ucp_env[@]}" ucx_perftest -t ucp_fadd -n "$bench_iters" -p "$port" \
             -- "${ucp_env[@]}" ucx_perftest -t ucp_fadd -n "$bench_iters" -p "$port" "$addr_a"
-        solo "bench-ucp_fadd-loopback" -- "${ucp_env[@]}" bash -c "$(declare -f listening loopback_perf); port=$port; loopback_perf -t ucp_fadd -n $bench_iters"
+        solo "bench-ucp_fadd-loopback" -- "${ucp_env[@]}" bash -c "$(declare -f wait_listening loopback_perf); port=$port; loopback_perf -t ucp_fadd -n $bench_iters"
         port=$((port + 1))
         ;;
     uct)
