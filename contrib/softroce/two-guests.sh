@@ -13,7 +13,9 @@
 # In the guests (ATOMICX_GUEST=1, ATOMICX_GUEST_ID=a|b): both walk the same
 # list of steps; a step's server runs in guest a, its client in guest b.
 # They synchronise through files in the shared directory (the server is
-# listening before the client starts), every wait bounded.
+# listening before the client starts), every wait bounded. A step fails on
+# a UCX ERROR or WARN line of either side that contrib/ucx-log-expected.txt
+# does not list (contrib/ucx-log-check.sh; test "two-guests: <step>").
 #
 # Parts (default: all, in this order):
 #   perftest     ucx_perftest UCT atomics over atomicx (fadd swap cswap
