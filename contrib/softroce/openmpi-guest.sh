@@ -223,8 +223,8 @@ run() {
     local log="$out/openmpi-$name-np$np-${tls/,/+}.log" rc t0 verdict="" summary ok=ok
     local env=(-x "UCX_TLS=$tls" -x UCX_LOG_LEVEL=info)
     # The programs' symmetric data are static: a small symmetric heap
-    # (default 256 MB, allocated and registered in shmem_init) saves a third
-    # of OpenSHMEM's start-up under TCG.
+    # (default 256 MB, allocated and registered in shmem_init) makes
+    # OpenSHMEM's start-up shorter (by a third on the host).
     [ "$launcher" != oshrun ] || env+=(-x SHMEM_SYMMETRIC_SIZE=16M)
     [ "$tls" = tcp ] || env+=(-x "LD_PRELOAD=$lib")
     echo
