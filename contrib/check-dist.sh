@@ -2,7 +2,8 @@
 # The packaging checks of the test command, cheap enough for every run
 # (a few seconds; `make distcheck` rebuilds and retests everything instead):
 #  1. make dist; the tarball carries docs/, the manual pages and the tests'
-#     scripts (README links docs/; make check needs the rest);
+#     scripts (README links docs/; make check needs the rest), and no test
+#     results of the build directory (its make check would skip those tests);
 #  2. make install into a scratch DESTDIR, then make installcheck there: a
 #     consumer of fiatomic.h built with pkg-config's flags only, the tools,
 #     the manual pages (test/tools/installcheck.sh);
@@ -28,6 +29,8 @@ for f in README.md NEWS docs/atomicx.md docs/performance.md man/fiatomic.3 \
          test/tools/installcheck.sh src/fiatomic/fiatomic.h; do
     grep -qx "atomicx-$version/$f" "$tmp/contents" || bad "$tarball lacks $f"
 done
+stale=$(grep -E '\.(log|trs)$' "$tmp/contents" | head -3)
+[ -z "$stale" ] || bad "$tarball carries test results: $stale"
 echo "make dist: $tarball, $(wc -l < "$tmp/contents") entries"
 rm -f "$tarball"
 
