@@ -41,8 +41,22 @@ version=${version%%.tar*}
 cache=${ATOMICX_UCX_CACHE:-/var/cache/atomicx-ucx}
 prefix=$cache/ucx-$version-${sum:0:12}
 stamp=$prefix/.atomicx-built
+configure_args=(
+    --disable-static --disable-debug --disable-assertions --disable-params-check
+    --enable-optimizations --enable-mt
+    --disable-examples --disable-gtest --disable-doxygen-doc
+    --without-cuda --without-rocm --without-gdrcopy --without-ze --without-gaudi
+    --without-java --without-go --without-fuse3 --without-ugni
+    --without-mlx5 --without-devx --without-dc --without-dm --without-ib-hw-tm
+    --without-efa --without-gga --without-mad --without-knem --without-xpmem
+    --without-valgrind --without-bfd --without-mpi
+    --with-verbs --with-rc --with-ud --without-rdmacm
+)
+# The stamp names what was built: another tarball or other options rebuild
+want_stamp="$version $sum ${configure_args[*]}"
+built() { [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want_stamp" ]; }
 
-if [ -f "$stamp" ]; then
+if built; then
     echo "build-ucx: ucx $version already built in $prefix" >&2
     echo "$prefix"
     exit 0
@@ -52,7 +66,7 @@ mkdir -p "$cache"
 # One builder at a time per cache; a second waits for the first one's result.
 exec 9> "$cache/.lock"
 flock 9
-if [ -f "$stamp" ]; then
+if built; then
     echo "$prefix"
     exit 0
 fi
@@ -69,22 +83,14 @@ jobs=${ATOMICX_UCX_JOBS:-$(nproc)}
     cd "$prefix/src" &&
     ./autogen.sh &&
     mkdir -p build && cd build &&
-    ../configure --prefix="$prefix" \
-        --disable-debug --disable-assertions --disable-params-check \
-        --enable-optimizations --enable-mt \
-        --disable-examples --disable-gtest --disable-doxygen-doc \
-        --without-cuda --without-rocm --without-gdrcopy --without-ze --without-gaudi \
-        --without-java --without-go --without-fuse3 --without-ugni \
-        --without-mlx5 --without-devx --without-dc --without-dm --without-ib-hw-tm \
-        --without-efa --without-gga --without-mad --without-knem --without-xpmem \
-        --without-valgrind --without-bfd --without-mpi \
-        --with-verbs --with-rc --with-ud --without-rdmacm &&
+    ../configure --prefix="$prefix" "${configure_args[@]}" &&
     make -j"$jobs" &&
     make install
 ) > "$log" 2>&1 || { tail -40 "$log" >&2; die "the UCX build failed (see $log)"; }
 # The object files are not needed any more; the headers and configure's
 # config.h stay for atomicx.
 find "$prefix/src/build" -name '*.o' -o -name '*.lo' | xargs rm -f
-echo "$version $sum" > "$stamp"
-echo "build-ucx: ucx $version built in $(( ($(date +%s) - start) / 60 )) min $(( ($(date +%s) - start) % 60 )) s" >&2
+echo "$want_stamp" > "$stamp"
+echo "build-ucx: ucx $version built in $(( ($(date +%s) - start) / 60 )) min $(( ($(date +%s) - start) % 60 )) s" \
+     "(CPU of the build, user and system: $(times | tail -1))" >&2
 echo "$prefix"

@@ -9,6 +9,11 @@
 #     libfiatomic's matrix over atomicx there, UCX's own gtest suites
 #     (UCT atomics, fence, flush, pending, ...; UCP atomics) over atomicx,
 #     and Open MPI's OpenSHMEM and MPI windows over atomicx (and tcp).
+#  5. against UCX 1.22.0 too (contrib/build-ucx.sh builds it once per machine,
+#     cached): the release build's host suites, "make install" into UCX's
+#     module directory, and in one more guest boot ucx_info/ucx_perftest
+#     finding atomicx as a UCX module (UCX_PLUGIN_PATH, no LD_PRELOAD), the
+#     UCT and UCP suites and libfiatomic over atomicx.
 # Ends with one summary line "N passed, N failed, N skipped".
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -76,6 +81,29 @@ if [ -x "$top/contrib/softroce/test-guest.sh" ]; then
     "$top/contrib/softroce/ucx-gtest-guest.sh" "$top/build-release" 2>&1 | tee -a "$logdir/all-tests.log" || fail=1
     step "Open MPI's OpenSHMEM and MPI windows over atomicx on soft-RoCE (qemu guest)"
     "$top/contrib/softroce/openmpi-guest.sh" "$top/build-release" 2>&1 | tee -a "$logdir/all-tests.log" || fail=1
+fi
+
+step "UCX 1.22.0 (contrib/build-ucx.sh: built once per machine, cached)"
+t0=$(date +%s)
+if ucx122=$(ATOMICX_UCX_JOBS=$jobs "$top/contrib/build-ucx.sh" | tail -1) && [ -d "$ucx122" ]; then
+    echo "UCX 1.22.0 in $ucx122 ($(( $(date +%s) - t0 )) s)"
+    step "build against UCX 1.22.0 (-Werror)"
+    if build "$top/build-ucx122" --with-ucx="$ucx122"; then
+        step "tests against UCX 1.22.0"
+        check "$top/build-ucx122" || fail=1
+        step "make install puts atomicx into UCX 1.22.0's module directory"
+        "$top/contrib/check-ucx-install.sh" "$top/build-ucx122" 2>&1 |
+            tee -a "$logdir/all-tests.log" || fail=1
+        if [ -x "$top/contrib/softroce/test-guest.sh" ]; then
+            step "atomicx as a UCX 1.22.0 module on soft-RoCE, and libfiatomic over it (qemu guest)"
+            "$top/contrib/softroce/test-guest.sh" "$top/build-ucx122" info uct ucp perftest fiatomic 2>&1 |
+                tee -a "$logdir/all-tests.log" || fail=1
+        fi
+    else
+        fail=1
+    fi
+else
+    echo "building UCX 1.22.0 failed"; fail=1
 fi
 
 # One summary over every gtest binary that ran.

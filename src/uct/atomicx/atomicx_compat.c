@@ -14,31 +14,31 @@
 uct_md_ops_t uct_atomicx_md_ops = {
     .close                  = uct_atomicx_md_close,
     .query                  = uct_atomicx_md_query,
-    .mem_alloc              = (uct_md_mem_alloc_func_t)
-                                      ucs_empty_function_return_unsupported,
-    .mem_free               = (uct_md_mem_free_func_t)
-                                      ucs_empty_function_return_unsupported,
-    .mem_advise             = (uct_md_mem_advise_func_t)
-                                      ucs_empty_function_return_unsupported,
+    .mem_alloc              = UCT_ATOMICX_FUNC(uct_md_mem_alloc_func_t,
+                                      ucs_empty_function_return_unsupported),
+    .mem_free               = UCT_ATOMICX_FUNC(uct_md_mem_free_func_t,
+                                      ucs_empty_function_return_unsupported),
+    .mem_advise             = UCT_ATOMICX_FUNC(uct_md_mem_advise_func_t,
+                                      ucs_empty_function_return_unsupported),
     .mem_reg                = uct_atomicx_mem_reg,
     .mem_dereg              = uct_atomicx_mem_dereg,
-    .mem_query              = (uct_md_mem_query_func_t)
-                                      ucs_empty_function_return_unsupported,
+    .mem_query              = UCT_ATOMICX_FUNC(uct_md_mem_query_func_t,
+                                      ucs_empty_function_return_unsupported),
     .mkey_pack              = uct_atomicx_mkey_pack,
 #if ATOMICX_UCT_MD_OPS_IS_SOCKADDR_ACCESSIBLE
-    .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)
-                                      ucs_empty_function_return_zero_int,
+    .is_sockaddr_accessible = UCT_ATOMICX_FUNC(uct_md_is_sockaddr_accessible_func_t,
+                                      ucs_empty_function_return_zero_int),
 #endif
 #if ATOMICX_UCT_MD_OPS_MEM_ATTACH
-    .mem_attach             = (uct_md_mem_attach_func_t)
-                                      ucs_empty_function_return_unsupported,
+    .mem_attach             = UCT_ATOMICX_FUNC(uct_md_mem_attach_func_t,
+                                      ucs_empty_function_return_unsupported),
 #endif
 #if ATOMICX_UCT_MD_OPS_MEM_ELEM_PACK
-    .mem_elem_pack          = (uct_md_mem_elem_pack_func_t)
-                                      ucs_empty_function_return_unsupported,
+    .mem_elem_pack          = UCT_ATOMICX_FUNC(uct_md_mem_elem_pack_func_t,
+                                      ucs_empty_function_return_unsupported),
 #endif
-    .detect_memory_type     = (uct_md_detect_memory_type_func_t)
-                                      ucs_empty_function_return_unsupported
+    .detect_memory_type     = UCT_ATOMICX_FUNC(uct_md_detect_memory_type_func_t,
+                                      ucs_empty_function_return_unsupported)
 };
 
 
@@ -134,11 +134,11 @@ static uct_iface_internal_ops_t uct_atomicx_internal_ops = {
     .iface_query_v2        = uct_iface_base_query_v2,
 #endif
     .iface_estimate_perf   = uct_base_iface_estimate_perf,
-    .iface_vfs_refresh     = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
-    .ep_query              = (uct_ep_query_func_t)
-                                     ucs_empty_function_return_unsupported,
-    .ep_invalidate         = (uct_ep_invalidate_func_t)
-                                     ucs_empty_function_return_unsupported,
+    .iface_vfs_refresh     = UCT_ATOMICX_FUNC(uct_iface_vfs_refresh_func_t, ucs_empty_function),
+    .ep_query              = UCT_ATOMICX_FUNC(uct_ep_query_func_t,
+                                     ucs_empty_function_return_unsupported),
+    .ep_invalidate         = UCT_ATOMICX_FUNC(uct_ep_invalidate_func_t,
+                                     ucs_empty_function_return_unsupported),
 #if ATOMICX_UCT_EP_CONNECT_TO_EP_V2
     .ep_connect_to_ep_v2   = uct_atomicx_ep_connect_to_ep_v2,
 #endif
@@ -149,12 +149,12 @@ static uct_iface_internal_ops_t uct_atomicx_internal_ops = {
     .ep_is_connected       = uct_atomicx_ep_is_connected,
 #endif
 #if ATOMICX_UCT_EP_GET_DEVICE_EP
-    .ep_get_device_ep      = (uct_ep_get_device_ep_func_t)
-                                     ucs_empty_function_return_unsupported,
+    .ep_get_device_ep      = UCT_ATOMICX_FUNC(uct_ep_get_device_ep_func_t,
+                                     ucs_empty_function_return_unsupported),
 #endif
 #if ATOMICX_UCT_EP_PUT_SGL_ZCOPY
-    .ep_put_sgl_zcopy      = (uct_ep_put_sgl_zcopy_func_t)
-                                     ucs_empty_function_return_unsupported,
+    .ep_put_sgl_zcopy      = UCT_ATOMICX_FUNC(uct_ep_put_sgl_zcopy_func_t,
+                                     ucs_empty_function_return_unsupported),
 #endif
 };
 

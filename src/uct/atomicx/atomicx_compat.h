@@ -14,6 +14,12 @@
 #include <uct/api/version.h>
 
 
+/* A generic function (ucs_empty_function_return_*, prototyped "(void)" in
+ * newer UCX) in an ops table slot: through void (*)(void), the cast that
+ * -Wcast-function-type accepts */
+#define UCT_ATOMICX_FUNC(_type, _func) ((_type)(void (*)(void))(_func))
+
+
 /* Memory domain query: uct_md_attr_v2_t (flat) or uct_md_attr_t (cap.*) */
 #if ATOMICX_UCT_MD_QUERY_V2
 typedef uct_md_attr_v2_t uct_atomicx_md_attr_t;

@@ -423,82 +423,82 @@ static ssize_t uct_atomicx_ssize_unsupported()
 
 
 static uct_iface_ops_t uct_atomicx_iface_ops = {
-    .ep_put_short             = (uct_ep_put_short_func_t)
-                                        ucs_empty_function_return_unsupported,
-    .ep_put_bcopy             = (uct_ep_put_bcopy_func_t)
-                                        uct_atomicx_ssize_unsupported,
-    .ep_put_zcopy             = (uct_ep_put_zcopy_func_t)
-                                        ucs_empty_function_return_unsupported,
-    .ep_get_short             = (uct_ep_get_short_func_t)
-                                        ucs_empty_function_return_unsupported,
-    .ep_get_bcopy             = (uct_ep_get_bcopy_func_t)
-                                        ucs_empty_function_return_unsupported,
-    .ep_get_zcopy             = (uct_ep_get_zcopy_func_t)
-                                        ucs_empty_function_return_unsupported,
-    .ep_am_short              = (uct_ep_am_short_func_t)
-                                        ucs_empty_function_return_unsupported,
-    .ep_am_short_iov          = (uct_ep_am_short_iov_func_t)
-                                        ucs_empty_function_return_unsupported,
-    .ep_am_bcopy              = (uct_ep_am_bcopy_func_t)
-                                        uct_atomicx_ssize_unsupported,
-    .ep_am_zcopy              = (uct_ep_am_zcopy_func_t)
-                                        ucs_empty_function_return_unsupported,
+    .ep_put_short             = UCT_ATOMICX_FUNC(uct_ep_put_short_func_t,
+                                        ucs_empty_function_return_unsupported),
+    .ep_put_bcopy             = UCT_ATOMICX_FUNC(uct_ep_put_bcopy_func_t,
+                                        uct_atomicx_ssize_unsupported),
+    .ep_put_zcopy             = UCT_ATOMICX_FUNC(uct_ep_put_zcopy_func_t,
+                                        ucs_empty_function_return_unsupported),
+    .ep_get_short             = UCT_ATOMICX_FUNC(uct_ep_get_short_func_t,
+                                        ucs_empty_function_return_unsupported),
+    .ep_get_bcopy             = UCT_ATOMICX_FUNC(uct_ep_get_bcopy_func_t,
+                                        ucs_empty_function_return_unsupported),
+    .ep_get_zcopy             = UCT_ATOMICX_FUNC(uct_ep_get_zcopy_func_t,
+                                        ucs_empty_function_return_unsupported),
+    .ep_am_short              = UCT_ATOMICX_FUNC(uct_ep_am_short_func_t,
+                                        ucs_empty_function_return_unsupported),
+    .ep_am_short_iov          = UCT_ATOMICX_FUNC(uct_ep_am_short_iov_func_t,
+                                        ucs_empty_function_return_unsupported),
+    .ep_am_bcopy              = UCT_ATOMICX_FUNC(uct_ep_am_bcopy_func_t,
+                                        uct_atomicx_ssize_unsupported),
+    .ep_am_zcopy              = UCT_ATOMICX_FUNC(uct_ep_am_zcopy_func_t,
+                                        ucs_empty_function_return_unsupported),
     .ep_atomic_cswap64        = uct_atomicx_ep_atomic_cswap64,
     .ep_atomic_cswap32        = uct_atomicx_ep_atomic_cswap32,
     .ep_atomic32_post         = uct_atomicx_ep_atomic32_post,
     .ep_atomic64_post         = uct_atomicx_ep_atomic64_post,
     .ep_atomic32_fetch        = uct_atomicx_ep_atomic32_fetch,
     .ep_atomic64_fetch        = uct_atomicx_ep_atomic64_fetch,
-    .ep_tag_eager_short       = (uct_ep_tag_eager_short_func_t)
-                                        ucs_empty_function_return_unsupported,
-    .ep_tag_eager_bcopy       = (uct_ep_tag_eager_bcopy_func_t)
-                                        uct_atomicx_ssize_unsupported,
-    .ep_tag_eager_zcopy       = (uct_ep_tag_eager_zcopy_func_t)
-                                        ucs_empty_function_return_unsupported,
-    .ep_tag_rndv_zcopy        = (uct_ep_tag_rndv_zcopy_func_t)
-                                        ucs_empty_function_return_ptr_no_resource,
-    .ep_tag_rndv_cancel       = (uct_ep_tag_rndv_cancel_func_t)
-                                        ucs_empty_function_return_unsupported,
-    .ep_tag_rndv_request      = (uct_ep_tag_rndv_request_func_t)
-                                        ucs_empty_function_return_unsupported,
-    .iface_tag_recv_zcopy     = (uct_iface_tag_recv_zcopy_func_t)
-                                        ucs_empty_function_return_unsupported,
-    .iface_tag_recv_cancel    = (uct_iface_tag_recv_cancel_func_t)
-                                        ucs_empty_function_return_unsupported,
+    .ep_tag_eager_short       = UCT_ATOMICX_FUNC(uct_ep_tag_eager_short_func_t,
+                                        ucs_empty_function_return_unsupported),
+    .ep_tag_eager_bcopy       = UCT_ATOMICX_FUNC(uct_ep_tag_eager_bcopy_func_t,
+                                        uct_atomicx_ssize_unsupported),
+    .ep_tag_eager_zcopy       = UCT_ATOMICX_FUNC(uct_ep_tag_eager_zcopy_func_t,
+                                        ucs_empty_function_return_unsupported),
+    .ep_tag_rndv_zcopy        = UCT_ATOMICX_FUNC(uct_ep_tag_rndv_zcopy_func_t,
+                                        ucs_empty_function_return_ptr_no_resource),
+    .ep_tag_rndv_cancel       = UCT_ATOMICX_FUNC(uct_ep_tag_rndv_cancel_func_t,
+                                        ucs_empty_function_return_unsupported),
+    .ep_tag_rndv_request      = UCT_ATOMICX_FUNC(uct_ep_tag_rndv_request_func_t,
+                                        ucs_empty_function_return_unsupported),
+    .iface_tag_recv_zcopy     = UCT_ATOMICX_FUNC(uct_iface_tag_recv_zcopy_func_t,
+                                        ucs_empty_function_return_unsupported),
+    .iface_tag_recv_cancel    = UCT_ATOMICX_FUNC(uct_iface_tag_recv_cancel_func_t,
+                                        ucs_empty_function_return_unsupported),
     .ep_pending_add           = uct_atomicx_ep_pending_add,
     .ep_pending_purge         = uct_atomicx_ep_pending_purge,
     .ep_flush                 = uct_atomicx_ep_flush,
     .ep_fence                 = uct_atomicx_ep_fence,
-    .ep_check                 = (uct_ep_check_func_t)
-                                        ucs_empty_function_return_unsupported,
+    .ep_check                 = UCT_ATOMICX_FUNC(uct_ep_check_func_t,
+                                        ucs_empty_function_return_unsupported),
     .ep_create                = UCS_CLASS_NEW_FUNC_NAME(uct_atomicx_ep_t),
-    .ep_connect               = (uct_ep_connect_func_t)
-                                        ucs_empty_function_return_unsupported,
-    .ep_disconnect            = (uct_ep_disconnect_func_t)
-                                        ucs_empty_function_return_unsupported,
-    .cm_ep_conn_notify        = (uct_cm_ep_conn_notify_func_t)
-                                        ucs_empty_function_return_unsupported,
+    .ep_connect               = UCT_ATOMICX_FUNC(uct_ep_connect_func_t,
+                                        ucs_empty_function_return_unsupported),
+    .ep_disconnect            = UCT_ATOMICX_FUNC(uct_ep_disconnect_func_t,
+                                        ucs_empty_function_return_unsupported),
+    .cm_ep_conn_notify        = UCT_ATOMICX_FUNC(uct_cm_ep_conn_notify_func_t,
+                                        ucs_empty_function_return_unsupported),
     .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(uct_atomicx_ep_t),
     .ep_get_address           = uct_atomicx_ep_get_address,
     .ep_connect_to_ep         = uct_atomicx_ep_connect_to_ep,
-    .iface_accept             = (uct_iface_accept_func_t)
-                                        ucs_empty_function_return_unsupported,
-    .iface_reject             = (uct_iface_reject_func_t)
-                                        ucs_empty_function_return_unsupported,
+    .iface_accept             = UCT_ATOMICX_FUNC(uct_iface_accept_func_t,
+                                        ucs_empty_function_return_unsupported),
+    .iface_reject             = UCT_ATOMICX_FUNC(uct_iface_reject_func_t,
+                                        ucs_empty_function_return_unsupported),
     .iface_flush              = uct_atomicx_iface_flush,
     .iface_fence              = uct_atomicx_iface_fence,
     .iface_progress_enable    = uct_base_iface_progress_enable,
     .iface_progress_disable   = uct_base_iface_progress_disable,
     .iface_progress           = uct_atomicx_iface_progress,
-    .iface_event_fd_get       = (uct_iface_event_fd_get_func_t)
-                                        ucs_empty_function_return_unsupported,
-    .iface_event_arm          = (uct_iface_event_arm_func_t)
-                                        ucs_empty_function_return_unsupported,
+    .iface_event_fd_get       = UCT_ATOMICX_FUNC(uct_iface_event_fd_get_func_t,
+                                        ucs_empty_function_return_unsupported),
+    .iface_event_arm          = UCT_ATOMICX_FUNC(uct_iface_event_arm_func_t,
+                                        ucs_empty_function_return_unsupported),
     .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(uct_atomicx_iface_t),
     .iface_query              = uct_atomicx_iface_query,
     .iface_get_device_address = uct_atomicx_iface_get_device_address,
-    .iface_get_address        = (uct_iface_get_address_func_t)
-                                        ucs_empty_function_return_success,
+    .iface_get_address        = UCT_ATOMICX_FUNC(uct_iface_get_address_func_t,
+                                        ucs_empty_function_return_success),
     .iface_is_reachable       = uct_atomicx_iface_is_reachable
 };
 

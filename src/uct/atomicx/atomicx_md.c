@@ -398,13 +398,13 @@ uct_atomicx_query_tl_devices(uct_md_h tl_md,
 uct_component_t uct_atomicx_component = {
     .query_md_resources = uct_atomicx_query_md_resources,
     .md_open            = uct_atomicx_md_open,
-    .cm_open            = (uct_component_cm_open_func_t)
-                                  ucs_empty_function_return_unsupported,
+    .cm_open            = UCT_ATOMICX_FUNC(uct_component_cm_open_func_t,
+                                  ucs_empty_function_return_unsupported),
     .rkey_unpack        = uct_atomicx_rkey_unpack,
-    .rkey_ptr           = (uct_component_rkey_ptr_func_t)
-                                  ucs_empty_function_return_unsupported,
-    .rkey_release       = (uct_component_rkey_release_func_t)
-                                  ucs_empty_function_return_success,
+    .rkey_ptr           = UCT_ATOMICX_FUNC(uct_component_rkey_ptr_func_t,
+                                  ucs_empty_function_return_unsupported),
+    .rkey_release       = UCT_ATOMICX_FUNC(uct_component_rkey_release_func_t,
+                                  ucs_empty_function_return_success),
 #if ATOMICX_UCT_COMPONENT_RKEY_COMPARE
     .rkey_compare       = uct_atomicx_rkey_compare,
 #endif
@@ -419,7 +419,7 @@ uct_component_t uct_atomicx_component = {
     .tl_list            = UCT_COMPONENT_TL_LIST_INITIALIZER(
                                   &uct_atomicx_component),
     .flags              = 0,
-    .md_vfs_init        = (uct_component_md_vfs_init_func_t)
-                                  ucs_empty_function
+    .md_vfs_init        = UCT_ATOMICX_FUNC(uct_component_md_vfs_init_func_t,
+                                  ucs_empty_function)
 };
 
