@@ -33,24 +33,7 @@ static bool fiatomic_native_fetches(const fiatomic_cell_t *cell,
  * the fetching AND/OR/XOR (fetch-AND of 7 with 0x80000001 leaves 7; a
  * base-family FI_BXOR with FI_DELIVERY_COMPLETE, which takes the fetching
  * form, writes 0); the non-fetching forms, ADD, SWAP and CSWAP are right.
- * UCX 1.22.0 computes them right (its posix/sysv/self native matrix passes
- * with them native); releases in between are not measured and keep them off.
  */
-static bool fiatomic_ucp_sm_fetch_bitwise_broken(void)
-{
-    static int broken = -1; /* not asked yet */
-    unsigned major, minor, release;
-    int value;
-
-    value = __atomic_load_n(&broken, __ATOMIC_RELAXED);
-    if (value < 0) {
-        ucp_get_version(&major, &minor, &release);
-        value = (major == 1) && (minor < 22);
-        __atomic_store_n(&broken, value, __ATOMIC_RELAXED);
-    }
-    return value;
-}
-
 static bool fiatomic_native_usable(const fiatomic_ep_h ep,
                                    const fiatomic_rkey_t *key,
                                    const fiatomic_cell_t *cell,
@@ -61,8 +44,7 @@ static bool fiatomic_native_usable(const fiatomic_ep_h ep,
                    (cell->ucp_op == UCP_ATOMIC_OP_XOR);
 
     return fiatomic_native_supports(cell) && (key->rkey != NULL) &&
-           !(ep->sm_amo && bitwise && fiatomic_native_fetches(cell, flags) &&
-             fiatomic_ucp_sm_fetch_bitwise_broken());
+           !(ep->sm_amo && bitwise && fiatomic_native_fetches(cell, flags));
 }
 
 static bool fiatomic_native_needs_target_progress(const fiatomic_rkey_t *key)

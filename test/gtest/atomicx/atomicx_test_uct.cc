@@ -137,10 +137,17 @@ bool uct_env::open(const std::string &dev,
             EXPECT_EQ(UCS_OK, uct_md_iface_config_read(md, "atomicx", NULL,
                                                        NULL, &iface_config));
             for (auto &kv : config) {
-                EXPECT_EQ(UCS_OK, uct_config_modify(iface_config,
-                                                    kv.first.c_str(),
-                                                    kv.second.c_str()))
-                        << kv.first;
+                /* UCX >= 1.22 matches the name with the table's prefix
+                 * (ATOMICX_TX_QUEUE_LEN); older releases without it */
+                std::string full = "ATOMICX_" + kv.first;
+                ucs_status_t status = uct_config_modify(iface_config,
+                                                        full.c_str(),
+                                                        kv.second.c_str());
+                if (status == UCS_ERR_NO_ELEM) {
+                    status = uct_config_modify(iface_config, kv.first.c_str(),
+                                               kv.second.c_str());
+                }
+                EXPECT_EQ(UCS_OK, status) << kv.first;
             }
 
             uct_iface_params_t params;

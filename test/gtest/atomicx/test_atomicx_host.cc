@@ -17,6 +17,7 @@ extern "C" {
 #include <ucs/type/class.h>
 #include <ucs/config/parser.h>
 #include <uct/api/uct.h>
+#include <uct/api/version.h>
 }
 
 #include <dlfcn.h>
@@ -291,7 +292,12 @@ TEST_F(atomicx_lib, register_unregister)
      * would touch an unloaded one */
     FILE *null = fopen("/dev/null", "w");
     ASSERT_NE(nullptr, null);
+#if (UCT_VERNO_MAJOR > 1) || (UCT_VERNO_MINOR >= 22)
+    ucs_config_parser_print_all_opts(null, "UCX_", UCS_CONFIG_PRINT_CONFIG,
+                                     &ucs_config_global_list, NULL);
+#else
     ucs_config_parser_print_all_opts(null, "UCX_", UCS_CONFIG_PRINT_CONFIG,
                                      &ucs_config_global_list);
+#endif
     fclose(null);
 }

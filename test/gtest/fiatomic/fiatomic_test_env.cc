@@ -203,15 +203,6 @@ bool direct_valid(const config &cfg)
             (cfg.alloc && ((cfg.tl == "posix") || (cfg.tl == "sysv"))));
 }
 
-/* The UCX release the tests run with is older than major.minor */
-static bool ucx_older_than(unsigned major, unsigned minor)
-{
-    unsigned run_major, run_minor, run_release;
-
-    ucp_get_version(&run_major, &run_minor, &run_release);
-    return (run_major < major) || ((run_major == major) && (run_minor < minor));
-}
-
 expectation strategy_can(const config &cfg, const std::string &strategy,
                          const cell &c)
 {
@@ -234,9 +225,9 @@ expectation strategy_can(const config &cfg, const std::string &strategy,
         /* UCX 1.13.1 computes fetching AND/OR/XOR wrongly where its atomics
          * are CPU atomics (self, posix, sysv), and a base-family call with
          * FI_DELIVERY_COMPLETE takes the fetching form: the library may
-         * leave them out there. UCX 1.22 computes them right: required. */
+         * leave them out there */
         if (((c.op == FI_BOR) || (c.op == FI_BAND) || (c.op == FI_BXOR)) &&
-            (cfg.tl != "tcp") && ucx_older_than(1, 22)) {
+            (cfg.tl != "tcp")) {
             return OPTIONAL;
         }
         return REQUIRED;
