@@ -263,6 +263,32 @@ static ucs_status_t fiatomic_key_hdr_check(fiatomic_h fia,
     return UCS_OK;
 }
 
+/*
+ * UCX 1.13.1's tcp transport crashes the target process (its receive path
+ * returns a NULL buffer to its pool) when software-atomic posts and an
+ * endpoint flush reach it over a second tcp lane (another network device)
+ * while wireup is still connecting that lane. Before the first operation that
+ * needs the target's progress anyway (UCP's software atomics), the endpoint
+ * is flushed once: operations posted meanwhile wait behind that flush as
+ * behind an FI_FENCE. Device atomics (atomicx) never wait for it: they must
+ * not depend on the target's CPU. Its error, if any, is reported by the
+ * user's next flush (a silent request).
+ */
+static ucs_status_t fiatomic_ep_wireup_flush(fiatomic_ep_h ep)
+{
+    fiatomic_req_t *req = fiatomic_req_get(ep, 0, 0);
+
+    if (req == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    req->kind          = FIATOMIC_REQ_FLUSH;
+    req->flags         = FIATOMIC_REQ_F_SILENT;
+    ep->wireup_flushed = true;
+    ep->unflushed      = true; /* a UCP flush even with nothing posted */
+    fiatomic_ep_submit(ep, req);
+    return UCS_OK;
+}
+
 FIATOMIC_API ucs_status_t fiatomic_rkey_unpack(fiatomic_ep_h ep,
                                                const void *key_buffer,
                                                size_t size, uint64_t *key_p)
@@ -349,6 +375,13 @@ FIATOMIC_API ucs_status_t fiatomic_rkey_unpack(fiatomic_ep_h ep,
     fiatomic_ep_keys_reset(ep);
 
     *key_p = ((uint64_t)ep->slots[index].generation << 32) | (index + 1);
+    if (key->sw_amo && !ep->wireup_flushed) {
+        status = fiatomic_ep_wireup_flush(ep);
+        if (status != UCS_OK) {
+            fiatomic_rkey_release(ep, *key_p);
+            return status;
+        }
+    }
     return UCS_OK;
 }
 
@@ -559,7 +592,10 @@ static bool fiatomic_ep_barrier_ready(fiatomic_ep_h ep)
         return false;
     }
 
-    if (ep->unflushed) {
+    /* A failed UCP flush is not retried for the same barrier: it passes
+     * with the error (UCP fails a flush of a failed endpoint at once, and
+     * retrying would spin here for ever). */
+    if (ep->unflushed && (ep->flush_status == UCS_OK)) {
         fiatomic_ep_ucp_flush_start(ep);
         return false; /* progress resumes from the flush completion */
     }

@@ -247,6 +247,8 @@ struct fiatomic_ep {
     bool              destroyed;       /* user destroyed it; zombie until
                                           in-flight UCP operations drain */
     bool              unflushed;       /* posts completed locally only */
+    bool              wireup_flushed;  /* the flush before the first
+                                          software atomic was asked for */
     fiatomic_key_slot_t *slots;
     unsigned          num_slots;
     ucs_status_t      flush_status;    /* of the last ucp flush */

@@ -45,6 +45,9 @@ enum msg_type : uint32_t {
                         target_info */
     MSG_DESTROY_CONTEXT, /* target: unexpose everything and destroy the
                             fiatomic context, keep progressing the worker */
+    MSG_FAULT_POST_BASE, /* initiator: post base-family operations that
+                            complete locally only (no reply), wait for that
+                            local completion; answer at once */
     /* peer -> test */
     MSG_HELLO = 100, /* target: worker address, keys, regions */
     MSG_OK,          /* reply, with optional payload */

@@ -327,6 +327,12 @@ std::string initiator_connect(initiator *in, const std::vector<uint8_t> &hello)
     ep_params.err_mode        = UCP_ERR_HANDLING_MODE_PEER;
     ep_params.err_handler.cb  = initiator_ep_error;
     ep_params.err_handler.arg = in;
+    /* "none": UCP's default error mode, as an application that does not ask
+     * for peer failures (UCP still fails the endpoint's operations) */
+    const char *mode = getenv("FIATOMIC_TEST_EP_ERR_MODE");
+    if ((mode != NULL) && !strcmp(mode, "none")) {
+        ep_params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    }
     in->ep_status             = UCS_OK;
     status = ucp_ep_create(in->setup.worker, &ep_params, &in->ucp_ep);
     if (status != UCS_OK) {
@@ -696,6 +702,28 @@ int run_initiator()
             }
             reply_ok();
             break;
+        case MSG_FAULT_POST_BASE: {
+            fiatomic_request_param_t param;
+            uint64_t done = 0;
+
+            memset(&param, 0, sizeof(param));
+            memset(&fault->report, 0, sizeof(fault->report));
+            memset(fault->buf, 3, sizeof(fault->buf));
+            for (int r = 0; r < 20; ++r) {
+                ucs_status_ptr_t p = fiatomic_atomic_nbx(
+                        in.ep, fault->buf, 8, in.target.base[0] + 4096,
+                        in.keys[0], FI_INT32, FI_SUM, &param);
+                fault->report.posted++;
+                done += (poll_request(in.setup.worker, p, now_sec() + 20.0) ==
+                         UCS_OK);
+            }
+            if (done == fault->report.posted) {
+                reply_ok();
+            } else {
+                reply_error("base-family posts did not complete locally");
+            }
+            break;
+        }
         case MSG_FAULT_WAIT: {
             bytes b(payload);
             double bound = b.get<double>();

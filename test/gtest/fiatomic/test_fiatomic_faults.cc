@@ -44,11 +44,36 @@ protected:
         /* detect a dead peer quickly over shared memory too */
         env = peer_env(GetParam().tl, GetParam().strategy, GetParam().am);
         env.push_back({"UCX_KEEPALIVE_INTERVAL", "200ms"});
+        for (const auto &kv : extra_env()) {
+            env.push_back(kv);
+        }
         ASSERT_TRUE(m_initiator.spawn({"initiator"}, env, &error)) << error;
         std::vector<uint8_t> hello = m_target.info().pack();
         ASSERT_TRUE(m_initiator.request(MSG_CONNECT, hello.data(),
                                         hello.size(), NULL, &error))
                 << error;
+    }
+
+    virtual kv_list extra_env() const { return {}; }
+
+    /* The target stops progressing, operations are posted, the target
+     * dies. */
+    void kill_with_operations_outstanding()
+    {
+        std::string error;
+        fault_report r;
+        bytes b;
+
+        ASSERT_TRUE(m_target.pause(&error)) << error;
+        ASSERT_TRUE(m_initiator.request(MSG_FAULT_POST, NULL, 0, NULL,
+                                        &error)) << error;
+        m_target.process().kill_now();
+        b.put<double>(BOUND_SEC);
+        ASSERT_TRUE(m_initiator.send(MSG_FAULT_WAIT, b.data().data(),
+                                     b.data().size(), &error)) << error;
+        if (collect(&r)) {
+            check(r, true);
+        }
     }
 
     /* the initiator's answer, or why there is none (a crash: its exit
@@ -108,23 +133,9 @@ protected:
     peer_process  m_initiator;
 };
 
-/* The target stops progressing, operations are posted, the target dies. */
 TEST_P(faults, killed_with_operations_outstanding)
 {
-    std::string error;
-    fault_report r;
-    bytes b;
-
-    ASSERT_TRUE(m_target.pause(&error)) << error;
-    ASSERT_TRUE(m_initiator.request(MSG_FAULT_POST, NULL, 0, NULL, &error))
-            << error;
-    m_target.process().kill_now();
-    b.put<double>(BOUND_SEC);
-    ASSERT_TRUE(m_initiator.send(MSG_FAULT_WAIT, b.data().data(),
-                                 b.data().size(), &error)) << error;
-    if (collect(&r)) {
-        check(r, true);
-    }
+    kill_with_operations_outstanding();
 }
 
 /* The target dies while operations are being posted and executed. */
@@ -159,5 +170,43 @@ FAULTS_INSTANTIATE(tcp, user, target)
 FAULTS_INSTANTIATE(posix, user, auto)
 FAULTS_INSTANTIATE(posix, user, cas)
 FAULTS_INSTANTIATE(posix, alloc, cas)
+
+/*
+ * Base-family posts over tcp complete locally only; the target dies; the
+ * flush that must carry them to the target fails. Over an endpoint in UCP's
+ * default error mode (no UCP_ERR_HANDLING_MODE_PEER, as many applications
+ * create them) UCP fails every later flush of the failed endpoint at once:
+ * the library's flush must end with that error, not retry for ever.
+ */
+class faults_default_err_mode : public faults {
+protected:
+    kv_list extra_env() const override
+    {
+        return {{"FIATOMIC_TEST_EP_ERR_MODE", "none"}};
+    }
+};
+
+TEST_P(faults_default_err_mode, flush_after_local_completions)
+{
+    std::string error;
+    fault_report r;
+    bytes b;
+
+    ASSERT_TRUE(m_initiator.request(MSG_FAULT_POST_BASE, NULL, 0, NULL,
+                                    &error)) << error;
+    m_target.process().kill_now();
+    b.put<double>(BOUND_SEC);
+    ASSERT_TRUE(m_initiator.send(MSG_FAULT_WAIT, b.data().data(),
+                                 b.data().size(), &error)) << error;
+    if (collect(&r)) {
+        EXPECT_EQ(0u, r.pending);
+        EXPECT_EQ(0u, r.flush_pending) << "flush did not complete";
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(tcp_user_native, faults_default_err_mode,
+                         ::testing::Values(make_config("tcp", "user",
+                                                       "native")),
+                         config_name());
 
 } // namespace
