@@ -91,6 +91,8 @@ jobs=${ATOMICX_UCX_JOBS:-$(nproc)}
 # config.h stay for atomicx.
 find "$prefix/src/build" -name '*.o' -o -name '*.lo' | xargs rm -f
 echo "$want_stamp" > "$stamp"
+# (times in this shell: in a command substitution it would see no children)
+times > "$prefix/.build-times"
 echo "build-ucx: ucx $version built in $(( ($(date +%s) - start) / 60 )) min $(( ($(date +%s) - start) % 60 )) s" \
-     "(CPU of the build, user and system: $(times | tail -1))" >&2
+     "(CPU of the build, user and system: $(tail -1 "$prefix/.build-times"))" >&2
 echo "$prefix"
