@@ -19,6 +19,42 @@
  *
  * Fetched values (result buffers) are valid when completion is reported.
  * Atomicity is per element, never across an array (fi_atomic(3)).
+ *
+ * Threads (UCP's own rule): a context follows the thread mode of its UCP
+ * worker, which fiatomic_create() reads with ucp_worker_query().
+ *  - UCS_THREAD_MODE_SINGLE or SERIALIZED: the context, its endpoints,
+ *    memory, counters and requests are used by one thread at a time, the
+ *    one that progresses the worker. No lock is taken anywhere.
+ *  - UCS_THREAD_MODE_MULTI: every call marked "Thread-safe" may be made
+ *    from any number of threads at once, on the same or different
+ *    endpoints, concurrently with ucp_worker_progress() in other threads.
+ *    Calls on one context are serialised by a lock of the context (one
+ *    thread at a time inside the library; UCP's own work is not).
+ *    Thread-safe: the operation calls (fiatomic_atomic_nbx ...
+ *    fiatomic_compare_atomicmsg_nbx, fiatomic_inject_atomic),
+ *    fiatomic_ep_flush_nbx, fiatomic_flush_nbx,
+ *    fiatomic_request_check_status, fiatomic_request_free,
+ *    fiatomic_ep_create, fiatomic_ep_query, fiatomic_rkey_unpack,
+ *    fiatomic_mem_expose, fiatomic_mem_query, fiatomic_mem_pack_key,
+ *    fiatomic_key_release, fiatomic_cntr_open, fiatomic_ep_bind_cntr,
+ *    fiatomic_cntr_read, fiatomic_cntr_readerr, fiatomic_cntr_wait, the
+ *    queries (fiatomic_query_atomic, fiatomic_*atomicvalid,
+ *    fiatomic_query_cell) and the name and status conversions.
+ *    Thread-safe, but ending an object (as free()): fiatomic_ep_destroy,
+ *    fiatomic_rkey_release, fiatomic_mem_unexpose, fiatomic_cntr_close
+ *    must not race with another thread's calls on that endpoint, key,
+ *    memory or counter; fiatomic_request_free likewise for its request.
+ *    Not thread-safe: fiatomic_create (nothing to share yet) and
+ *    fiatomic_destroy (no other call on the context may be running or
+ *    follow).
+ * Completion callbacks: with a multi-threaded worker, a callback runs in a
+ * thread that progresses the worker or, when another thread is inside the
+ * library at that moment, in that thread before its call returns; never
+ * two callbacks of one context at once. A callback may post operations,
+ * flush, check and free requests and read counters (the lock is
+ * recursive); it must not call ucp_worker_progress() (UCP's rule),
+ * fiatomic_cntr_wait(), fiatomic_destroy() or fiatomic_ep_destroy(), nor
+ * wait for another thread.
  */
 #ifndef FIATOMIC_H_
 #define FIATOMIC_H_
@@ -37,13 +73,15 @@ extern "C" {
 
 #define FIATOMIC_VERSION_STRING "0.1.0"
 
-/** Per-worker context. Not thread safe: use it from one thread at a time, as
- *  a UCP worker created with UCS_THREAD_MODE_SINGLE. */
+/** Per-worker context: thread-safe when its worker is UCS_THREAD_MODE_MULTI
+ *  (see "Threads" above), else used by one thread at a time. */
 typedef struct fiatomic_context *fiatomic_h;
 /** Initiator endpoint: a ucp_ep_h plus its keys and outstanding operations. */
 typedef struct fiatomic_ep      *fiatomic_ep_h;
 /** Memory this process exposes to remote atomics (target side). */
 typedef struct fiatomic_mem     *fiatomic_mem_h;
+/** Completion and error counters of operations (fi_cntr). */
+typedef struct fiatomic_cntr    *fiatomic_cntr_h;
 
 
 /**
@@ -423,11 +461,96 @@ ucs_status_ptr_t fiatomic_compare_atomicmsg_nbx(fiatomic_ep_h ep,
 ucs_status_ptr_t fiatomic_ep_flush_nbx(fiatomic_ep_h ep,
                                        const fiatomic_request_param_t *param);
 
-/** UCS_INPROGRESS while running, else the final status. */
+/**
+ * Quiet across a context (shmem_quiet, a window's completion): complete
+ * every operation posted so far on every endpoint of the context (inject
+ * and silent ones included) and make their updates visible at the targets,
+ * as one fiatomic_ep_flush_nbx() per endpoint would. Completes with
+ * UCS_OK, or with the first error any of those endpoint flushes reports
+ * (an error of a silent operation, a failed peer). Operations posted after
+ * this call are not waited for; endpoints created after it are not
+ * flushed. Request, callback and return as fiatomic_ep_flush_nbx().
+ * Thread-safe.
+ */
+ucs_status_ptr_t fiatomic_flush_nbx(fiatomic_h fia,
+                                    const fiatomic_request_param_t *param);
+
+/** UCS_INPROGRESS while running, else the final status. Thread-safe. */
 ucs_status_t fiatomic_request_check_status(void *request);
 
 /** Release a request (completed or not). */
 void fiatomic_request_free(void *request);
+
+
+/* ------------------------------------------------------------------------ */
+/* Counters (fi_cntr)                                                        */
+
+/*
+ * A counter counts the operations of the endpoints bound to it: `value`
+ * those that completed successfully, `errors` those that completed with an
+ * error. Design: a counter is an object of the context, bound to any
+ * number of its endpoints (fi_cntr_open + fi_ep_bind), not a fixed pair per
+ * endpoint or per context: with one endpoint per peer, a per-endpoint
+ * counter would make an OpenSHMEM quiet or an MPI window completion read N
+ * counters, and a per-context one could not separate two windows or two
+ * shmem contexts on one worker. One counter bound to every endpoint is the
+ * per-context counter; one per endpoint is the per-peer one.
+ *
+ * What counts: every operation call (plain, vector, msg, inject; fetch and
+ * compare too) that did not return an error counts exactly once, when it
+ * completes, whether or not its completion is reported (inject, selective
+ * completion): into `value` when it succeeded, `errors` when it failed
+ * (e.g. the peer died, UCS_ERR_CANCELED when its endpoint was destroyed
+ * first). A call that returns an error status is never counted (nothing
+ * was started, or the error is reported right there). Completion means
+ * what the operation's own completion means (a base-family operation
+ * without FI_DELIVERY_COMPLETE counts when its buffer is reusable; flush to
+ * make it visible at the target). Flushes are not counted.
+ *
+ * Reading needs no progress and no lock: fiatomic_cntr_read() and
+ * fiatomic_cntr_readerr() are atomic loads, safe from any thread in any
+ * mode. Counters only grow, by one per operation; they wrap at 2^64.
+ */
+
+/** Open a counter (both values 0). Thread-safe. */
+ucs_status_t fiatomic_cntr_open(fiatomic_h fia, fiatomic_cntr_h *cntr_p);
+
+/** Close a counter; UCS_ERR_BUSY while an endpoint is bound to it (unbind
+ *  or destroy them first; a destroyed endpoint stays bound until its last
+ *  operation drained). */
+ucs_status_t fiatomic_cntr_close(fiatomic_cntr_h cntr);
+
+/**
+ * Bind an endpoint's operations to a counter of the same context (NULL:
+ * unbind). An endpoint counts into one counter at most; binding replaces
+ * the previous one. UCS_ERR_BUSY while the endpoint has operations in
+ * flight (flush first): every operation counts into the counter bound when
+ * it was posted. UCS_ERR_INVALID_PARAM for a counter of another context.
+ * Thread-safe.
+ */
+ucs_status_t fiatomic_ep_bind_cntr(fiatomic_ep_h ep, fiatomic_cntr_h cntr);
+
+/** Operations completed successfully (fi_cntr_read). Thread-safe, no
+ *  progress. */
+uint64_t fiatomic_cntr_read(fiatomic_cntr_h cntr);
+
+/** Operations completed with an error (fi_cntr_readerr). Thread-safe, no
+ *  progress. */
+uint64_t fiatomic_cntr_readerr(fiatomic_cntr_h cntr);
+
+/**
+ * fi_cntr_wait: progress the context's worker (ucp_worker_progress) until
+ * the counter's value reaches `threshold`. Returns 0 then; -FI_EAVAIL as
+ * soon as the error count grew during the wait (read it with
+ * fiatomic_cntr_readerr()); -FI_ETIMEDOUT after `timeout_ms` milliseconds
+ * (0: check once after one progress call; negative: no limit, as
+ * libfabric's, and then only the peers' failure detection bounds it:
+ * create endpoints with UCP_ERR_HANDLING_MODE_PEER); -FI_EINVAL for a NULL
+ * counter. Also checks overdue target-side operations, as flushes do.
+ * Thread-safe (several threads may wait at once); not from a callback.
+ */
+int fiatomic_cntr_wait(fiatomic_cntr_h cntr, uint64_t threshold,
+                       int timeout_ms);
 
 
 /* ------------------------------------------------------------------------ */

@@ -154,6 +154,23 @@ static void fiatomic_context_detect_tls(fiatomic_h fia)
     free(text);
 }
 
+/* Whether the worker may be used by several threads at once: then every
+ * call takes the context's lock. SERIALIZED is one thread at a time, as
+ * SINGLE. */
+static ucs_status_t fiatomic_worker_mt(ucp_worker_h worker, bool *mt_p)
+{
+    ucp_worker_attr_t attr;
+    ucs_status_t status;
+
+    attr.field_mask = UCP_WORKER_ATTR_FIELD_THREAD_MODE;
+    status          = ucp_worker_query(worker, &attr);
+    if (status != UCS_OK) {
+        return status;
+    }
+    *mt_p = (attr.thread_mode == UCS_THREAD_MODE_MULTI);
+    return UCS_OK;
+}
+
 FIATOMIC_API ucs_status_t fiatomic_create(ucp_context_h context,
                                           ucp_worker_h worker,
                                           const fiatomic_params_t *params,
@@ -219,6 +236,18 @@ FIATOMIC_API ucs_status_t fiatomic_create(ucp_context_h context,
         return status;
     }
 
+    status = fiatomic_worker_mt(worker, &fia->mt);
+    if (status != UCS_OK) {
+        free(fia);
+        return status;
+    }
+
+    status = fiatomic_lock_init(fia);
+    if (status != UCS_OK) {
+        free(fia);
+        return status;
+    }
+
     fia->ucp_context = context;
     fia->worker      = worker;
     fia->max_count   = max_count;
@@ -227,11 +256,13 @@ FIATOMIC_API ucs_status_t fiatomic_create(ucp_context_h context,
     ucs_list_head_init(&fia->free_reqs);
     ucs_list_head_init(&fia->free_replies);
     ucs_list_head_init(&fia->free_msgs);
+    ucs_list_head_init(&fia->eps);
 
     fiatomic_check_atomicx_loaded();
     fiatomic_context_detect_tls(fia);
     status = fiatomic_target_init(fia);
     if (status != UCS_OK) {
+        fiatomic_lock_cleanup(fia);
         free(fia);
         return status;
     }
@@ -240,11 +271,12 @@ FIATOMIC_API ucs_status_t fiatomic_create(ucp_context_h context,
     return UCS_OK;
 }
 
-static void fiatomic_context_free(fiatomic_h fia)
+void fiatomic_context_free(fiatomic_h fia)
 {
     fiatomic_target_free(fia);
     fiatomic_target_msgs_cleanup(fia);
     fiatomic_req_cache_purge(fia);
+    fiatomic_lock_cleanup(fia);
     free(fia);
 }
 
@@ -252,16 +284,24 @@ void fiatomic_context_release(fiatomic_h fia)
 {
     if (fia->destroyed && (fia->num_eps == 0) &&
         (fia->replies_inflight == 0)) {
-        fiatomic_context_free(fia);
+        if (fia->mt) {
+            /* its lock is held: freed when it is let go */
+            fia->free_pending = true;
+        } else {
+            fiatomic_context_free(fia);
+        }
     }
 }
 
 FIATOMIC_API void fiatomic_destroy(fiatomic_h fia)
 {
+    bool locked;
+
     if (fia == NULL) {
         return;
     }
 
+    locked = fiatomic_enter(fia);
     if (fia->num_mems) {
         ucs_warn("fiatomic context %p destroyed with %u exposed regions",
                  fia, fia->num_mems);
@@ -276,4 +316,5 @@ FIATOMIC_API void fiatomic_destroy(fiatomic_h fia)
      * and free it after the last one. */
     fia->destroyed = true;
     fiatomic_context_release(fia);
+    fiatomic_leave(fia, locked); /* frees it in multi-threaded mode */
 }

@@ -90,9 +90,9 @@ out_unknown:
     ep->sm_amo         = false;
 }
 
-FIATOMIC_API ucs_status_t fiatomic_ep_create(fiatomic_h fia, ucp_ep_h ucp_ep,
-                                             const fiatomic_ep_params_t *params,
-                                             fiatomic_ep_h *ep_p)
+static ucs_status_t fiatomic_ep_create_locked(fiatomic_h fia, ucp_ep_h ucp_ep,
+                                              const fiatomic_ep_params_t *params,
+                                              fiatomic_ep_h *ep_p)
 {
     uint64_t msg_order = 0;
     fiatomic_ep_h ep;
@@ -133,8 +133,25 @@ FIATOMIC_API ucs_status_t fiatomic_ep_create(fiatomic_h fia, ucp_ep_h ucp_ep,
     ucs_list_head_init(&ep->am_pending);
     fiatomic_ep_detect_domain(ep);
     ++fia->num_eps;
+    ucs_list_add_tail(&fia->eps, &ep->list);
     *ep_p = ep;
     return UCS_OK;
+}
+
+FIATOMIC_API ucs_status_t fiatomic_ep_create(fiatomic_h fia, ucp_ep_h ucp_ep,
+                                             const fiatomic_ep_params_t *params,
+                                             fiatomic_ep_h *ep_p)
+{
+    ucs_status_t status;
+    bool locked;
+
+    if (fia == NULL) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    locked = fiatomic_enter(fia);
+    status = fiatomic_ep_create_locked(fia, ucp_ep, params, ep_p);
+    fiatomic_leave(fia, locked);
+    return status;
 }
 
 static void fiatomic_key_rkey_destroy(fiatomic_rkey_t *key)
@@ -156,6 +173,7 @@ static void fiatomic_ep_free(fiatomic_ep_h ep)
         }
     }
     free(ep->slots);
+    fiatomic_cntr_ep_freed(ep);
     fia = ep->fia;
     free(ep);
     --fia->num_eps;
@@ -289,9 +307,9 @@ static ucs_status_t fiatomic_ep_wireup_flush(fiatomic_ep_h ep)
     return UCS_OK;
 }
 
-FIATOMIC_API ucs_status_t fiatomic_rkey_unpack(fiatomic_ep_h ep,
-                                               const void *key_buffer,
-                                               size_t size, uint64_t *key_p)
+static ucs_status_t fiatomic_rkey_unpack_locked(fiatomic_ep_h ep,
+                                                const void *key_buffer,
+                                                size_t size, uint64_t *key_p)
 {
     fiatomic_key_hdr_t hdr;
     fiatomic_key_slot_t *slots;
@@ -385,6 +403,22 @@ FIATOMIC_API ucs_status_t fiatomic_rkey_unpack(fiatomic_ep_h ep,
     return UCS_OK;
 }
 
+FIATOMIC_API ucs_status_t fiatomic_rkey_unpack(fiatomic_ep_h ep,
+                                               const void *key_buffer,
+                                               size_t size, uint64_t *key_p)
+{
+    ucs_status_t status;
+    bool locked;
+
+    if (ep == NULL) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    locked = fiatomic_enter(ep->fia);
+    status = fiatomic_rkey_unpack_locked(ep, key_buffer, size, key_p);
+    fiatomic_leave(ep->fia, locked);
+    return status;
+}
+
 void fiatomic_ep_keys_reset(fiatomic_ep_h ep)
 {
     fiatomic_rkey_t *key;
@@ -427,21 +461,22 @@ fiatomic_rkey_t *fiatomic_ep_key_lookup(fiatomic_ep_h ep, uint64_t key)
 FIATOMIC_API ucs_status_t fiatomic_rkey_release(fiatomic_ep_h ep, uint64_t key)
 {
     fiatomic_key_slot_t *slot;
+    bool locked;
 
     if (ep == NULL) {
         return UCS_ERR_INVALID_PARAM;
     }
 
-    slot = fiatomic_ep_slot_lookup(ep, key);
-    if (slot == NULL) {
-        return UCS_ERR_INVALID_PARAM;
+    locked = fiatomic_enter(ep->fia);
+    slot   = fiatomic_ep_slot_lookup(ep, key);
+    if (slot != NULL) {
+        fiatomic_key_rkey_destroy(slot->key);
+        free(slot->key);
+        slot->key = NULL;
+        ++slot->generation;
     }
-
-    fiatomic_key_rkey_destroy(slot->key);
-    free(slot->key);
-    slot->key = NULL;
-    ++slot->generation;
-    return UCS_OK;
+    fiatomic_leave(ep->fia, locked);
+    return (slot != NULL) ? UCS_OK : UCS_ERR_INVALID_PARAM;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -514,6 +549,17 @@ static void fiatomic_req_complete(fiatomic_req_t *req)
         (ep->silent_error == UCS_OK)) {
         ep->silent_error = req->status; /* nothing lost: flush reports it */
     }
+    if ((req->kind == FIATOMIC_REQ_OP) &&
+        !(req->flags & FIATOMIC_REQ_F_POSTING)) {
+        /* completing while posting: the call counts it (or returns the
+         * error, and then nothing is counted) */
+        fiatomic_cntr_count(ep, req->status);
+    }
+
+    if (req->flags & FIATOMIC_REQ_F_CHILD) {
+        fiatomic_ctx_flush_child_done(req); /* recycles it */
+        return;
+    }
 
     if (req->flags & FIATOMIC_REQ_F_USER) {
         if (req->cb != NULL) {
@@ -557,8 +603,14 @@ static void fiatomic_ep_ucp_flush_done(fiatomic_ep_h ep, ucs_status_t status)
 static void fiatomic_ep_ucp_flush_cb(void *request, ucs_status_t status,
                                      void *user_data)
 {
+    fiatomic_h fia = ((fiatomic_ep_h)user_data)->fia;
+    bool locked;
+
+    FIATOMIC_CB_ENTER_SEND(fia, fiatomic_ep_ucp_flush_cb, request, status,
+                           user_data, locked);
     ucp_request_free(request);
     fiatomic_ep_ucp_flush_done(user_data, status);
+    fiatomic_leave(fia, locked);
 }
 
 static void fiatomic_ep_ucp_flush_start(fiatomic_ep_h ep)
@@ -712,6 +764,7 @@ void fiatomic_ep_submit(fiatomic_ep_h ep, fiatomic_req_t *req)
 FIATOMIC_API ucs_status_t fiatomic_ep_query(fiatomic_ep_h ep,
                                             fiatomic_ep_attr_t *attr)
 {
+    /* what it reads is set at creation: no lock */
     if ((ep == NULL) || ep->destroyed || (attr == NULL)) {
         return UCS_ERR_INVALID_PARAM;
     }
@@ -727,13 +780,42 @@ FIATOMIC_API ucs_status_t fiatomic_ep_query(fiatomic_ep_h ep,
     return UCS_OK;
 }
 
-FIATOMIC_API ucs_status_ptr_t
-fiatomic_ep_flush_nbx(fiatomic_ep_h ep, const fiatomic_request_param_t *param)
+static void fiatomic_req_set_param(fiatomic_req_t *req,
+                                   const fiatomic_request_param_t *param)
 {
-    fiatomic_req_t *req;
+    if (param != NULL) {
+        if (param->op_attr_mask & FIATOMIC_OP_ATTR_FIELD_CALLBACK) {
+            req->cb = param->cb;
+        }
+        if (param->op_attr_mask & FIATOMIC_OP_ATTR_FIELD_USER_DATA) {
+            req->user_data = param->user_data;
+        }
+    }
+}
+
+/* What a flush call returns once its request was submitted. */
+static ucs_status_ptr_t fiatomic_flush_posted(fiatomic_req_t *req)
+{
     ucs_status_t status;
 
-    if ((ep == NULL) || ep->destroyed) {
+    req->flags &= ~FIATOMIC_REQ_F_POSTING;
+    if (req->flags & FIATOMIC_REQ_F_COMPLETED) {
+        status = req->status;
+        fiatomic_req_put(req);
+        return UCS_STATUS_PTR(status);
+    }
+
+    req->flags |= FIATOMIC_REQ_F_USER;
+    return req;
+}
+
+static ucs_status_ptr_t
+fiatomic_ep_flush_locked(fiatomic_ep_h ep,
+                         const fiatomic_request_param_t *param)
+{
+    fiatomic_req_t *req;
+
+    if (ep->destroyed) {
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
 
@@ -747,36 +829,140 @@ fiatomic_ep_flush_nbx(fiatomic_ep_h ep, const fiatomic_request_param_t *param)
     req->flags  = FIATOMIC_REQ_F_POSTING;
     /* A flush always reaches the target: base-family posts that completed
      * only locally are flushed before it completes. */
-    if (param != NULL) {
-        if (param->op_attr_mask & FIATOMIC_OP_ATTR_FIELD_CALLBACK) {
-            req->cb = param->cb;
-        }
-        if (param->op_attr_mask & FIATOMIC_OP_ATTR_FIELD_USER_DATA) {
-            req->user_data = param->user_data;
-        }
-    }
-
+    fiatomic_req_set_param(req, param);
     fiatomic_ep_submit(ep, req);
-    req->flags &= ~FIATOMIC_REQ_F_POSTING;
-    if (req->flags & FIATOMIC_REQ_F_COMPLETED) {
-        status = req->status;
-        fiatomic_req_put(req);
-        return UCS_STATUS_PTR(status);
+    return fiatomic_flush_posted(req);
+}
+
+FIATOMIC_API ucs_status_ptr_t
+fiatomic_ep_flush_nbx(fiatomic_ep_h ep, const fiatomic_request_param_t *param)
+{
+    ucs_status_ptr_t sptr;
+    bool locked;
+
+    if (ep == NULL) {
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
 
-    req->flags |= FIATOMIC_REQ_F_USER;
-    return req;
+    locked = fiatomic_enter(ep->fia);
+    sptr   = fiatomic_ep_flush_locked(ep, param);
+    fiatomic_leave(ep->fia, locked);
+    return sptr;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Quiet across a context: one endpoint flush (a child) per endpoint, the
+ * parent completing with the first error when the last child completed.
+ * The parent's `remaining` counts its children, plus one while posting. */
+
+static void fiatomic_ctx_flush_finish(fiatomic_req_t *parent)
+{
+    if (--parent->remaining > 0) {
+        return;
+    }
+    parent->flags |= FIATOMIC_REQ_F_COMPLETED;
+    if (parent->flags & FIATOMIC_REQ_F_USER) {
+        if (parent->cb != NULL) {
+            parent->cb(parent, parent->status, parent->user_data);
+        }
+        if (parent->flags & FIATOMIC_REQ_F_FREED) {
+            fiatomic_req_put(parent);
+        }
+    }
+    /* else the call still running returns the status itself */
+}
+
+void fiatomic_ctx_flush_child_done(fiatomic_req_t *child)
+{
+    fiatomic_req_t *parent = child->parent;
+
+    if ((child->status != UCS_OK) && (parent->status == UCS_OK)) {
+        parent->status = child->status; /* the first error */
+    }
+    fiatomic_req_put(child);
+    fiatomic_ctx_flush_finish(parent);
+}
+
+void fiatomic_ctx_check_overdue(fiatomic_h fia)
+{
+    fiatomic_ep_h ep;
+
+    ucs_list_for_each(ep, &fia->eps, list) {
+        fiatomic_target_check_overdue(ep);
+    }
+}
+
+static ucs_status_ptr_t
+fiatomic_flush_locked(fiatomic_h fia, const fiatomic_request_param_t *param)
+{
+    fiatomic_req_t *parent, *child;
+    fiatomic_ep_h ep, tmp;
+
+    if (fia->destroyed) {
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+
+    parent = fiatomic_req_get_fia(fia);
+    if (parent == NULL) {
+        return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
+    }
+
+    parent->kind      = FIATOMIC_REQ_CTX_FLUSH;
+    parent->flags     = FIATOMIC_REQ_F_POSTING;
+    parent->remaining = 1;
+    fiatomic_req_set_param(parent, param);
+
+    /* a child's callback may destroy the endpoint it flushed */
+    ucs_list_for_each_safe(ep, tmp, &fia->eps, list) {
+        fiatomic_target_check_overdue(ep);
+        child = fiatomic_req_get(ep, 0, 0);
+        if (child == NULL) {
+            if (parent->status == UCS_OK) {
+                parent->status = UCS_ERR_NO_MEMORY;
+            }
+            break;
+        }
+        child->kind   = FIATOMIC_REQ_FLUSH;
+        child->flags  = FIATOMIC_REQ_F_CHILD;
+        child->parent = parent;
+        ++parent->remaining;
+        fiatomic_ep_submit(ep, child); /* child not touched after this */
+    }
+
+    fiatomic_ctx_flush_finish(parent); /* the posting count */
+    return fiatomic_flush_posted(parent);
+}
+
+FIATOMIC_API ucs_status_ptr_t
+fiatomic_flush_nbx(fiatomic_h fia, const fiatomic_request_param_t *param)
+{
+    ucs_status_ptr_t sptr;
+    bool locked;
+
+    if (fia == NULL) {
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+
+    locked = fiatomic_enter(fia);
+    sptr   = fiatomic_flush_locked(fia, param);
+    fiatomic_leave(fia, locked);
+    return sptr;
 }
 
 FIATOMIC_API void fiatomic_ep_destroy(fiatomic_ep_h ep)
 {
     fiatomic_req_t *req;
+    fiatomic_h fia;
+    bool locked;
 
     if (ep == NULL) {
         return;
     }
 
+    fia    = ep->fia;
+    locked = fiatomic_enter(fia);
     ep->destroyed = true;
+    ucs_list_del(&ep->list);
     /* Replies still awaited will not be waited for. */
     fiatomic_target_ep_fail(ep, UCS_ERR_CANCELED);
     /* Nothing deferred will ever start now. */
@@ -793,4 +979,5 @@ FIATOMIC_API void fiatomic_ep_destroy(fiatomic_ep_h ep)
     if (ep->inflight == 0) {
         fiatomic_ep_free(ep);
     }
+    fiatomic_leave(fia, locked);
 }

@@ -159,10 +159,16 @@ static void fiatomic_cas_cb(void *request, ucs_status_t status,
                             void *user_data)
 {
     fiatomic_elem_t *elem = user_data;
-    fiatomic_ep_h ep      = elem->req->ep;
-    uint64_t wmask        = fiatomic_cas_word_mask(elem);
-    uint64_t old          = elem->reply & wmask;
+    fiatomic_h fia        = elem->req->fia;
+    fiatomic_ep_h ep;
+    uint64_t wmask, old;
+    bool locked;
 
+    FIATOMIC_CB_ENTER_SEND(fia, fiatomic_cas_cb, request, status, user_data,
+                           locked);
+    ep    = elem->req->ep;
+    wmask = fiatomic_cas_word_mask(elem);
+    old   = elem->reply & wmask;
     ucp_request_free(request);
     if (status != UCS_OK) {
         /* A failed peer ends the loop: no retry on an error. */
@@ -176,6 +182,7 @@ static void fiatomic_cas_cb(void *request, ucs_status_t status,
         fiatomic_cas_issue(elem);
     }
     fiatomic_ep_inflight_remove(ep); /* last: may free a destroyed ep */
+    fiatomic_leave(fia, locked);
 }
 
 static size_t fiatomic_cas_start(fiatomic_req_t *req, size_t first,

@@ -104,13 +104,25 @@ static void fiatomic_native_cb(void *request, ucs_status_t status,
 static void fiatomic_native_fetch_cb(void *request, ucs_status_t status,
                                      void *user_data)
 {
+    fiatomic_h fia = ((fiatomic_elem_t*)user_data)->req->fia;
+    bool locked;
+
+    FIATOMIC_CB_ENTER_SEND(fia, fiatomic_native_fetch_cb, request, status,
+                           user_data, locked);
     fiatomic_native_cb(request, status, user_data, true);
+    fiatomic_leave(fia, locked);
 }
 
 static void fiatomic_native_post_cb(void *request, ucs_status_t status,
                                     void *user_data)
 {
+    fiatomic_h fia = ((fiatomic_elem_t*)user_data)->req->fia;
+    bool locked;
+
+    FIATOMIC_CB_ENTER_SEND(fia, fiatomic_native_post_cb, request, status,
+                           user_data, locked);
     fiatomic_native_cb(request, status, user_data, false);
+    fiatomic_leave(fia, locked);
 }
 
 static size_t fiatomic_native_start(fiatomic_req_t *req, size_t first,

@@ -246,7 +246,11 @@ static void fiatomic_target_probe_cb(void *request, ucs_status_t status,
                                      void *user_data)
 {
     fiatomic_ep_h ep = user_data;
+    fiatomic_h fia   = ep->fia;
+    bool locked;
 
+    FIATOMIC_CB_ENTER_SEND(fia, fiatomic_target_probe_cb, request, status,
+                           user_data, locked);
     ucp_request_free(request);
     ep->probe_inflight = false;
     if (status != UCS_OK) {
@@ -255,6 +259,7 @@ static void fiatomic_target_probe_cb(void *request, ucs_status_t status,
         fiatomic_target_check_overdue(ep); /* still waiting: probe again */
     }
     fiatomic_ep_inflight_remove(ep); /* last: may free a destroyed ep */
+    fiatomic_leave(fia, locked);
 }
 
 static void fiatomic_target_probe(fiatomic_ep_h ep)
@@ -286,12 +291,35 @@ static void fiatomic_target_probe(fiatomic_ep_h ep)
      * probes again. */
 }
 
+static ucs_status_t
+fiatomic_target_reply_handler_locked(fiatomic_h fia, void *data,
+                                     size_t length,
+                                     const ucp_am_recv_param_t *param);
+
 ucs_status_t fiatomic_target_reply_handler(void *arg, const void *header,
                                            size_t header_length, void *data,
                                            size_t length,
                                            const ucp_am_recv_param_t *param)
 {
     fiatomic_h fia = arg;
+    ucs_status_t status;
+    bool locked    = fia->mt;
+
+    if (locked &&
+        !fiatomic_cb_enter_am(fia, fiatomic_target_reply_handler, arg, data,
+                              length, param, &status)) {
+        return status; /* queued for the thread inside the library */
+    }
+    status = fiatomic_target_reply_handler_locked(fia, data, length, param);
+    fiatomic_leave(fia, locked);
+    return status;
+}
+
+static ucs_status_t
+fiatomic_target_reply_handler_locked(fiatomic_h fia, void *data,
+                                     size_t length,
+                                     const ucp_am_recv_param_t *param)
+{
     fiatomic_wire_reply_t reply;
     fiatomic_am_msg_t *msg;
     fiatomic_ep_h ep;
@@ -342,8 +370,13 @@ static void fiatomic_target_sent_cb(void *request, ucs_status_t status,
                                     void *user_data)
 {
     fiatomic_am_msg_t *msg = user_data;
-    fiatomic_ep_h ep       = msg->ep;
+    fiatomic_h fia         = msg->ep->fia;
+    fiatomic_ep_h ep;
+    bool locked;
 
+    FIATOMIC_CB_ENTER_SEND(fia, fiatomic_target_sent_cb, request, status,
+                           user_data, locked);
+    ep = msg->ep;
     ucp_request_free(request);
     msg->sending = false;
     if (msg->awaiting) {
@@ -354,6 +387,7 @@ static void fiatomic_target_sent_cb(void *request, ucs_status_t status,
         fiatomic_msg_release(msg);
     }
     fiatomic_ep_inflight_remove(ep); /* last: may free a destroyed ep */
+    fiatomic_leave(fia, locked);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -11,6 +11,7 @@
 #include <ucs/datastruct/list.h>
 #include <ucs/debug/log_def.h>
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -132,9 +133,33 @@ typedef struct fiatomic_msg_slot {
     uint32_t          generation;
 } fiatomic_msg_slot_t;
 
+typedef struct fiatomic_deferred fiatomic_deferred_t;
+
+/* The context's lock (fiatomic_lock.c), used only when the worker is
+ * multi-threaded. */
+typedef struct fiatomic_lock {
+    pthread_mutex_t     mutex;
+    uintptr_t           owner;        /* atomic: the holding thread, 0 */
+    unsigned            depth;        /* recursion, the holder's */
+    pthread_mutex_t     queue_lock;   /* leaf: guards the queue below */
+    fiatomic_deferred_t *head;        /* callbacks that found it busy */
+    fiatomic_deferred_t **tail;
+    size_t              queued_bytes; /* copies of active messages queued */
+    bool                pending;      /* atomic: the queue is not empty */
+} fiatomic_lock_t;
+
 struct fiatomic_context {
     ucp_context_h       ucp_context;
     ucp_worker_h        worker;
+    bool                mt;         /* the worker is UCS_THREAD_MODE_MULTI:
+                                       every call takes `lock` */
+    bool                free_pending; /* free when the lock is let go */
+    fiatomic_lock_t     lock;
+    uint64_t            messages_dropped; /* atomic: active messages that
+                                             found the lock busy and the
+                                             queue full */
+    ucs_list_link_t     eps;        /* endpoints not destroyed (flush) */
+    unsigned            num_cntrs;  /* counters open */
     size_t              max_count;
     size_t              max_inflight; /* operations in flight per ep */
     uint64_t            op_timeout_ns; /* target-side operations;
@@ -236,8 +261,19 @@ typedef struct fiatomic_key_slot {
     uint32_t        generation;
 } fiatomic_key_slot_t;
 
+/* Completion counters (fiatomic_cntr.c). Written with the context's lock
+ * held (or by its only thread), read by anyone without it. */
+struct fiatomic_cntr {
+    fiatomic_h fia;
+    uint64_t   value;    /* atomic: operations completed successfully */
+    uint64_t   errors;   /* atomic: operations completed with an error */
+    unsigned   bound;    /* endpoints (zombies included) counting into it */
+};
+
 struct fiatomic_ep {
     fiatomic_h        fia;
+    ucs_list_link_t   list;            /* in fia->eps while not destroyed */
+    fiatomic_cntr_h   cntr;            /* bound counter, or NULL */
     ucp_ep_h          ucp_ep;
     unsigned          flags;           /* FIATOMIC_EP_FLAG_* */
     fiatomic_domain_t domain;
@@ -284,7 +320,9 @@ struct fiatomic_ep {
 
 typedef enum {
     FIATOMIC_REQ_OP,
-    FIATOMIC_REQ_FLUSH
+    FIATOMIC_REQ_FLUSH,     /* of one endpoint */
+    FIATOMIC_REQ_CTX_FLUSH  /* of every endpoint: ep NULL, one FLUSH child
+                               per endpoint */
 } fiatomic_req_kind_t;
 
 /* Request flags */
@@ -298,7 +336,9 @@ enum {
     FIATOMIC_REQ_F_STARTED   = UCS_BIT(6),
     FIATOMIC_REQ_F_POSTING   = UCS_BIT(7), /* the post call has not returned */
     FIATOMIC_REQ_F_LISTED    = UCS_BIT(8), /* in ep->outstanding_list */
-    FIATOMIC_REQ_F_COUNTED   = UCS_BIT(9)  /* in ep->ops_inflight */
+    FIATOMIC_REQ_F_COUNTED   = UCS_BIT(9), /* in ep->ops_inflight */
+    FIATOMIC_REQ_F_CHILD     = UCS_BIT(10) /* an endpoint flush of a
+                                              context flush (parent) */
 };
 
 typedef struct fiatomic_req fiatomic_req_t;
@@ -324,7 +364,8 @@ typedef struct fiatomic_elem {
 struct fiatomic_req {
     ucs_list_link_t          list;      /* ep outstanding/deferred, or cache */
     fiatomic_h               fia;       /* owns the cache it returns to */
-    fiatomic_ep_h            ep;
+    fiatomic_ep_h            ep;        /* NULL for a context flush */
+    fiatomic_req_t           *parent;   /* F_CHILD: the context flush */
     fiatomic_req_kind_t      kind;
     unsigned                 flags;     /* FIATOMIC_REQ_F_* */
     const fiatomic_cell_t    *cell;     /* NULL for a flush */
@@ -348,6 +389,8 @@ struct fiatomic_req {
 /* fiatomic_request.c */
 fiatomic_req_t *fiatomic_req_get(fiatomic_ep_h ep, size_t count,
                                  size_t copy_bytes);
+/** A request of the context itself (no endpoint, no elements). */
+fiatomic_req_t *fiatomic_req_get_fia(fiatomic_h fia);
 void fiatomic_req_put(fiatomic_req_t *req);
 /** The request no longer counts against its endpoint's operations in
  *  flight (completed, or never started). */
@@ -501,5 +544,87 @@ ucs_status_t fiatomic_random_token(uint64_t *token_p);
 /* fiatomic_context.c */
 /** The last endpoint of a destroyed context drained: free the context. */
 void fiatomic_context_release(fiatomic_h fia);
+/** Free it now (nothing refers to it any more). */
+void fiatomic_context_free(fiatomic_h fia);
+
+/* fiatomic_ep.c: the context flush */
+/** An endpoint flush of a context flush completed. */
+void fiatomic_ctx_flush_child_done(fiatomic_req_t *child);
+/** Probe the targets of every endpoint whose replies are overdue. */
+void fiatomic_ctx_check_overdue(fiatomic_h fia);
+
+/* fiatomic_cntr.c */
+/** Count one operation of the endpoint that completed with `status`. */
+static inline void fiatomic_cntr_count(fiatomic_ep_h ep, ucs_status_t status)
+{
+    fiatomic_cntr_h cntr = ep->cntr;
+    uint64_t *word;
+
+    if (cntr == NULL) {
+        return;
+    }
+    /* one writer at a time (the lock, or the only thread): no locked
+     * instruction on the fast path; readers load atomically */
+    word = (status == UCS_OK) ? &cntr->value : &cntr->errors;
+    __atomic_store_n(word, __atomic_load_n(word, __ATOMIC_RELAXED) + 1,
+                     __ATOMIC_RELEASE);
+}
+/** An endpoint is freed: it no longer counts into its counter. */
+void fiatomic_cntr_ep_freed(fiatomic_ep_h ep);
+
+/* fiatomic_lock.c: the context's lock (multi-threaded workers only) */
+ucs_status_t fiatomic_lock_init(fiatomic_h fia);
+void fiatomic_lock_cleanup(fiatomic_h fia);
+void fiatomic_lock_acquire(fiatomic_h fia);
+bool fiatomic_lock_try(fiatomic_h fia);
+/** Runs the callbacks queued meanwhile; frees a context whose last user
+ *  went away while it was held. */
+void fiatomic_lock_release(fiatomic_h fia);
+
+/** An API call: take the lock of a multi-threaded context. Returns whether
+ *  it was taken (pass to fiatomic_leave: the context may be freed by the
+ *  call in single-threaded mode, and is not looked at again then). */
+static UCS_F_ALWAYS_INLINE bool fiatomic_enter(fiatomic_h fia)
+{
+    if (ucs_likely(!fia->mt)) {
+        return false;
+    }
+    fiatomic_lock_acquire(fia);
+    return true;
+}
+
+static UCS_F_ALWAYS_INLINE void fiatomic_leave(fiatomic_h fia, bool locked)
+{
+    if (ucs_unlikely(locked)) {
+        fiatomic_lock_release(fia);
+    }
+}
+
+/* UCP callbacks: true when this thread may run it now (*locked: it holds
+ * the lock, release with fiatomic_leave); false when another thread holds
+ * the lock: the call was queued for it, return at once. */
+bool fiatomic_cb_enter_send(fiatomic_h fia, ucp_send_nbx_callback_t fn,
+                            void *request, ucs_status_t status,
+                            void *user_data);
+bool fiatomic_cb_enter_recv(fiatomic_h fia, ucp_am_recv_data_nbx_callback_t fn,
+                            void *request, ucs_status_t status, size_t length,
+                            void *user_data);
+/** For an active message handler: when queued, *status_p is what the
+ *  handler returns to UCP (UCS_INPROGRESS when UCP's data is kept). */
+bool fiatomic_cb_enter_am(fiatomic_h fia, ucp_am_recv_callback_t fn,
+                          void *arg, void *data, size_t length,
+                          const ucp_am_recv_param_t *param,
+                          ucs_status_t *status_p);
+
+#define FIATOMIC_CB_ENTER_SEND(_fia, _fn, _request, _status, _user_data, \
+                               _locked) \
+    do { \
+        (_locked) = (_fia)->mt; \
+        if (ucs_unlikely(_locked) && \
+            !fiatomic_cb_enter_send((_fia), (_fn), (_request), (_status), \
+                                    (_user_data))) { \
+            return; \
+        } \
+    } while (0)
 
 #endif

@@ -93,6 +93,7 @@ fiatomic_mem_expose(fiatomic_h fia, const fiatomic_mem_params_t *params,
     fiatomic_mem_h mem;
     ucs_status_t status;
     unsigned flags = 0;
+    bool locked;
 
     if ((fia == NULL) || (params == NULL) || (mem_p == NULL) ||
         !(params->field_mask & FIATOMIC_MEM_PARAM_FIELD_LENGTH) ||
@@ -122,10 +123,12 @@ fiatomic_mem_expose(fiatomic_h fia, const fiatomic_mem_params_t *params,
     }
 
     mem->fia = fia;
+    locked   = fiatomic_enter(fia);
     status   = (flags & FIATOMIC_MEM_FLAG_TARGET_ONLY) ?
                fiatomic_mem_expose_target_only(fia, params, flags, mem) :
                fiatomic_mem_expose_ucp(fia, params, flags, mem);
     if (status != UCS_OK) {
+        fiatomic_leave(fia, locked);
         free(mem);
         return status;
     }
@@ -140,6 +143,7 @@ fiatomic_mem_expose(fiatomic_h fia, const fiatomic_mem_params_t *params,
                          __ATOMIC_RELEASE);
     }
     ++fia->num_mems;
+    fiatomic_leave(fia, locked);
     *mem_p = mem;
     return UCS_OK;
 
@@ -147,6 +151,7 @@ err_release:
     if (mem->memh != NULL) {
         ucp_mem_unmap(fia->ucp_context, mem->memh);
     }
+    fiatomic_leave(fia, locked);
     free(mem->owned);
     free(mem);
     return status;
@@ -177,6 +182,7 @@ FIATOMIC_API ucs_status_t fiatomic_mem_pack_key(fiatomic_mem_h mem,
     size_t rkey_size;
     ucs_status_t status;
     uint8_t *key;
+    bool locked;
 
     if ((mem == NULL) || (key_p == NULL) || (size_p == NULL)) {
         return UCS_ERR_INVALID_PARAM;
@@ -207,7 +213,9 @@ FIATOMIC_API ucs_status_t fiatomic_mem_pack_key(fiatomic_mem_h mem,
     hdr.address   = (uintptr_t)mem->address;
     hdr.length    = mem->length;
     hdr.region    = mem->region;
+    locked        = fiatomic_enter(mem->fia); /* regions may move */
     hdr.token     = mem->fia->regions[mem->region].token;
+    fiatomic_leave(mem->fia, locked);
     hdr.flags     = (mem->fia->am_enabled ? FIATOMIC_KEY_F_TARGET : 0) |
                     ((mem->state != NULL) ? FIATOMIC_KEY_F_STATE : 0) |
                     ((mem->memh == NULL) ? FIATOMIC_KEY_F_NO_RKEY : 0);
@@ -230,11 +238,15 @@ FIATOMIC_API void fiatomic_key_release(void *key)
 FIATOMIC_API ucs_status_t fiatomic_mem_unexpose(fiatomic_mem_h mem)
 {
     ucs_status_t status;
+    fiatomic_h fia;
+    bool locked;
 
     if (mem == NULL) {
         return UCS_ERR_INVALID_PARAM;
     }
 
+    fia    = mem->fia;
+    locked = fiatomic_enter(fia);
     if (mem->state != NULL) {
         /* peers that mapped it refuse their keys from now on */
         __atomic_store_n(mem->state, 0, __ATOMIC_RELEASE);
@@ -243,6 +255,7 @@ FIATOMIC_API ucs_status_t fiatomic_mem_unexpose(fiatomic_mem_h mem)
     status = (mem->memh != NULL) ?
              ucp_mem_unmap(mem->fia->ucp_context, mem->memh) : UCS_OK;
     --mem->fia->num_mems;
+    fiatomic_leave(fia, locked);
     free(mem->owned);
     free(mem);
     return status;

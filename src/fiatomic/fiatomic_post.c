@@ -347,6 +347,9 @@ static ucs_status_ptr_t fiatomic_req_post(fiatomic_ep_h ep,
             (ep->silent_error == status)) {
             ep->silent_error = UCS_OK; /* reported right here instead */
         }
+        if (status == UCS_OK) {
+            fiatomic_cntr_count(ep, UCS_OK); /* an error return is not */
+        }
         fiatomic_req_put(req);
         return UCS_STATUS_PTR(status);
     }
@@ -383,14 +386,24 @@ static ucs_status_ptr_t fiatomic_post_checked(fiatomic_ep_h ep,
 
 static ucs_status_ptr_t fiatomic_post(fiatomic_ep_h ep, fiatomic_call_t *call)
 {
+    ucs_status_ptr_t sptr;
     ucs_status_t status;
     size_t count;
+    bool locked;
 
+    if (ucs_unlikely(ep == NULL)) {
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+
+    locked = fiatomic_enter(ep->fia);
     status = fiatomic_call_check(ep, call, &count);
     if (status != UCS_OK) {
-        return UCS_STATUS_PTR(status);
+        sptr = UCS_STATUS_PTR(status);
+    } else {
+        sptr = fiatomic_post_checked(ep, call, count);
     }
-    return fiatomic_post_checked(ep, call, count);
+    fiatomic_leave(ep->fia, locked);
+    return sptr;
 }
 
 /*
@@ -399,7 +412,7 @@ static ucs_status_ptr_t fiatomic_post(fiatomic_ep_h ep, fiatomic_call_t *call)
  * strategy lookup and a direct element executed at once without a request.
  */
 static UCS_F_ALWAYS_INLINE ucs_status_ptr_t
-fiatomic_post_plain(fiatomic_ep_h ep, fiatomic_call_t *call)
+fiatomic_post_plain_locked(fiatomic_ep_h ep, fiatomic_call_t *call)
 {
     uint8_t old[FIATOMIC_MAX_ELEM_SIZE];
     const fiatomic_cell_t *cell;
@@ -440,6 +453,7 @@ fiatomic_post_plain(fiatomic_ep_h ep, fiatomic_call_t *call)
         if (call->family != FIATOMIC_FAMILY_BASE) {
             memcpy(call->resultv[0].addr, old, cell->size);
         }
+        fiatomic_cntr_count(ep, UCS_OK);
         return NULL; /* done, in place: no request, no callback */
     }
 
@@ -458,6 +472,23 @@ fiatomic_post_plain(fiatomic_ep_h ep, fiatomic_call_t *call)
                        call->resultv[0].addr : NULL,
                        strategy, call->flags & FI_INJECT, &copy);
     return fiatomic_req_post(ep, req);
+}
+
+/* With a multi-threaded worker, under the context's lock. */
+static UCS_F_ALWAYS_INLINE ucs_status_ptr_t
+fiatomic_post_plain(fiatomic_ep_h ep, fiatomic_call_t *call)
+{
+    ucs_status_ptr_t sptr;
+    bool locked;
+
+    if (ucs_unlikely(ep == NULL)) {
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+
+    locked = fiatomic_enter(ep->fia);
+    sptr   = fiatomic_post_plain_locked(ep, call);
+    fiatomic_leave(ep->fia, locked);
+    return sptr;
 }
 
 static uint64_t fiatomic_param_flags(const fiatomic_request_param_t *param)

@@ -112,18 +112,15 @@ FIATOMIC_API int fiatomic_compare_atomicvalid(fiatomic_h fia,
     return fiatomic_valid(fia, datatype, op, FI_COMPARE_ATOMIC, count);
 }
 
-FIATOMIC_API int fiatomic_query_cell(fiatomic_ep_h ep, uint64_t key,
-                                     fiatomic_family_t family,
-                                     enum fi_datatype datatype, enum fi_op op,
-                                     fiatomic_cell_info_t *info)
+static int fiatomic_query_cell_locked(fiatomic_ep_h ep, uint64_t key,
+                                      fiatomic_family_t family,
+                                      enum fi_datatype datatype,
+                                      enum fi_op op,
+                                      fiatomic_cell_info_t *info)
 {
     const fiatomic_strategy_ops_t *ops;
     const fiatomic_cell_t *cell;
     fiatomic_rkey_t *rkey;
-
-    if ((ep == NULL) || (info == NULL)) {
-        return -FI_EINVAL;
-    }
 
     rkey = fiatomic_ep_key_lookup(ep, key);
     if (rkey == NULL) {
@@ -143,4 +140,22 @@ FIATOMIC_API int fiatomic_query_cell(fiatomic_ep_h ep, uint64_t key,
     info->needs_target_progress = (ops != NULL) &&
                                   ops->needs_target_progress(rkey);
     return 0;
+}
+
+FIATOMIC_API int fiatomic_query_cell(fiatomic_ep_h ep, uint64_t key,
+                                     fiatomic_family_t family,
+                                     enum fi_datatype datatype, enum fi_op op,
+                                     fiatomic_cell_info_t *info)
+{
+    bool locked;
+    int ret;
+
+    if ((ep == NULL) || (info == NULL)) {
+        return -FI_EINVAL;
+    }
+
+    locked = fiatomic_enter(ep->fia); /* the key's strategy cache */
+    ret    = fiatomic_query_cell_locked(ep, key, family, datatype, op, info);
+    fiatomic_leave(ep->fia, locked);
+    return ret;
 }

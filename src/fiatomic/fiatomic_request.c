@@ -35,10 +35,9 @@ static ucs_status_t fiatomic_req_reserve(fiatomic_req_t *req, size_t count,
     return UCS_OK;
 }
 
-fiatomic_req_t *fiatomic_req_get(fiatomic_ep_h ep, size_t count,
-                                 size_t copy_bytes)
+static fiatomic_req_t *fiatomic_req_alloc(fiatomic_h fia, fiatomic_ep_h ep,
+                                          size_t count, size_t copy_bytes)
 {
-    fiatomic_h fia = ep->fia;
     fiatomic_req_t *req;
 
     if (!ucs_list_is_empty(&fia->free_reqs)) {
@@ -60,6 +59,7 @@ fiatomic_req_t *fiatomic_req_get(fiatomic_ep_h ep, size_t count,
 
     req->fia       = fia;
     req->ep        = ep;
+    req->parent    = NULL;
     req->kind      = FIATOMIC_REQ_OP;
     req->flags     = 0;
     req->count     = count;
@@ -69,6 +69,17 @@ fiatomic_req_t *fiatomic_req_get(fiatomic_ep_h ep, size_t count,
     req->cb        = NULL;
     req->user_data = NULL;
     return req;
+}
+
+fiatomic_req_t *fiatomic_req_get(fiatomic_ep_h ep, size_t count,
+                                 size_t copy_bytes)
+{
+    return fiatomic_req_alloc(ep->fia, ep, count, copy_bytes);
+}
+
+fiatomic_req_t *fiatomic_req_get_fia(fiatomic_h fia)
+{
+    return fiatomic_req_alloc(fia, NULL, 0, 0);
 }
 
 static void fiatomic_req_release(fiatomic_req_t *req)
@@ -130,34 +141,48 @@ void fiatomic_elem_done(fiatomic_elem_t *elem, ucs_status_t status)
 FIATOMIC_API ucs_status_t fiatomic_request_check_status(void *request)
 {
     fiatomic_req_t *req = request;
+    ucs_status_t status;
+    fiatomic_h fia;
+    bool locked;
 
     if (req == NULL) {
         return UCS_ERR_INVALID_PARAM;
     }
 
-    if (req->flags & FIATOMIC_REQ_F_COMPLETED) {
-        return req->status;
+    fia    = req->fia;
+    locked = fiatomic_enter(fia);
+    if (!(req->flags & FIATOMIC_REQ_F_COMPLETED)) {
+        /* Waiting on it: a reply that should have come makes us look at
+         * the target (a request not completed keeps its ep alive). */
+        if (req->ep != NULL) {
+            fiatomic_target_check_overdue(req->ep);
+        } else {
+            fiatomic_ctx_check_overdue(fia);
+        }
     }
-
-    /* Waiting on it: a reply that should have come makes us look at the
-     * target (a request not completed keeps its ep alive). */
-    fiatomic_target_check_overdue(req->ep);
-    return (req->flags & FIATOMIC_REQ_F_COMPLETED) ? req->status :
-                                                     UCS_INPROGRESS;
+    status = (req->flags & FIATOMIC_REQ_F_COMPLETED) ? req->status :
+                                                       UCS_INPROGRESS;
+    fiatomic_leave(fia, locked);
+    return status;
 }
 
 FIATOMIC_API void fiatomic_request_free(void *request)
 {
     fiatomic_req_t *req = request;
+    fiatomic_h fia;
+    bool locked;
 
     if (req == NULL) {
         return;
     }
 
+    fia    = req->fia;
+    locked = fiatomic_enter(fia);
     if (req->flags & FIATOMIC_REQ_F_COMPLETED) {
         fiatomic_req_put(req);
     } else {
         /* Finishes in the background and is recycled on completion. */
         req->flags |= FIATOMIC_REQ_F_FREED;
     }
+    fiatomic_leave(fia, locked);
 }

@@ -179,9 +179,13 @@ static void fiatomic_reply_sent_cb(void *request, ucs_status_t status,
                                    void *user_data)
 {
     fiatomic_reply_buf_t *buf = user_data;
-    fiatomic_peer_t *peer     = buf->peer;
     fiatomic_h fia            = buf->fia;
+    fiatomic_peer_t *peer;
+    bool locked;
 
+    FIATOMIC_CB_ENTER_SEND(fia, fiatomic_reply_sent_cb, request, status,
+                           user_data, locked);
+    peer = buf->peer;
     ucp_request_free(request);
     fiatomic_reply_buf_put(buf);
     --fia->replies_inflight;
@@ -196,6 +200,7 @@ static void fiatomic_reply_sent_cb(void *request, ucs_status_t status,
     }
     fiatomic_peer_put(peer);
     fiatomic_context_release(fia); /* after fiatomic_destroy: the last one */
+    fiatomic_leave(fia, locked);
 }
 
 /* Execute one request and send its reply. */
@@ -333,8 +338,17 @@ static void fiatomic_rndv_recv_done(fiatomic_rndv_recv_t *rndv,
 static void fiatomic_rndv_recv_cb(void *request, ucs_status_t status,
                                   size_t length, void *user_data)
 {
+    fiatomic_h fia = ((fiatomic_rndv_recv_t*)user_data)->peer->fia;
+    bool locked    = fia->mt;
+
+    if (locked &&
+        !fiatomic_cb_enter_recv(fia, fiatomic_rndv_recv_cb, request, status,
+                                length, user_data)) {
+        return; /* queued for the thread inside the library */
+    }
     ucp_request_free(request);
     fiatomic_rndv_recv_done(user_data, (status == UCS_OK) ? length : 0);
+    fiatomic_leave(fia, locked);
 }
 
 static void fiatomic_target_recv_rndv(fiatomic_peer_t *peer, void *desc,
@@ -376,11 +390,33 @@ static void fiatomic_target_recv_rndv(fiatomic_peer_t *peer, void *desc,
     }
 }
 
+static ucs_status_t fiatomic_target_request_handler_locked(
+        fiatomic_h fia, void *data, size_t length,
+        const ucp_am_recv_param_t *param);
+
 static ucs_status_t fiatomic_target_request_handler(
         void *arg, const void *header, size_t header_length, void *data,
         size_t length, const ucp_am_recv_param_t *param)
 {
     fiatomic_h fia = arg;
+    ucs_status_t status;
+    bool locked    = fia->mt;
+
+    if (locked &&
+        !fiatomic_cb_enter_am(fia, fiatomic_target_request_handler, arg,
+                              data, length, param, &status)) {
+        return status; /* queued for the thread inside the library */
+    }
+    status = fiatomic_target_request_handler_locked(fia, data, length,
+                                                    param);
+    fiatomic_leave(fia, locked);
+    return status;
+}
+
+static ucs_status_t fiatomic_target_request_handler_locked(
+        fiatomic_h fia, void *data, size_t length,
+        const ucp_am_recv_param_t *param)
+{
     fiatomic_peer_t *peer;
     ucs_status_t status;
 

@@ -250,7 +250,8 @@ bool unpack_job_result(const std::vector<uint8_t> &data, job_result *result)
 ucs_status_t ucp_setup_create(const std::vector<std::pair<std::string,
                                                           std::string>> &cfg,
                               const fiatomic_params_t *params, bool am,
-                              ucp_setup *setup, std::string *error)
+                              ucp_setup *setup, std::string *error,
+                              bool multi_thread)
 {
     ucp_params_t ucp_params;
     ucp_worker_params_t worker_params;
@@ -296,7 +297,8 @@ ucs_status_t ucp_setup_create(const std::vector<std::pair<std::string,
 
     memset(&worker_params, 0, sizeof(worker_params));
     worker_params.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    worker_params.thread_mode = UCS_THREAD_MODE_SINGLE;
+    worker_params.thread_mode = multi_thread ? UCS_THREAD_MODE_MULTI :
+                                               UCS_THREAD_MODE_SINGLE;
     status = ucp_worker_create(setup->context, &worker_params,
                                &setup->worker);
     if (status != UCS_OK) {

@@ -188,13 +188,15 @@ struct ucp_setup {
 /**
  * Create a UCP context (RMA|AMO32|AMO64, plus AM when `am`: target-side
  * execution; AM only when `am` and FIATOMIC_TEST_AM_ONLY is set) with the
- * given UCX configuration overrides ("TLS", "tcp"), a worker, and a
- * fiatomic context.
+ * given UCX configuration overrides ("TLS", "tcp"), a worker
+ * (UCS_THREAD_MODE_MULTI with `multi_thread`, else SINGLE), and a fiatomic
+ * context.
  */
 ucs_status_t ucp_setup_create(const std::vector<std::pair<std::string,
                                                           std::string>> &cfg,
                               const fiatomic_params_t *params, bool am,
-                              ucp_setup *setup, std::string *error);
+                              ucp_setup *setup, std::string *error,
+                              bool multi_thread = false);
 
 /** Whether a peer process uses UCP_FEATURE_AM (FIATOMIC_TEST_AM=0|1). */
 bool peer_am_from_env();

@@ -725,7 +725,8 @@ std::unique_ptr<connection> connection::create(const config &cfg,
                                                const kv_list &ucx,
                                                const fiatomic_params_t *params,
                                                std::string *skip,
-                                               std::string *error)
+                                               std::string *error,
+                                               bool multi_thread)
 {
     std::unique_ptr<connection> conn(new connection());
     const char *old = getenv("FIATOMIC_STRATEGY");
@@ -769,7 +770,7 @@ std::unique_ptr<connection> connection::create(const config &cfg,
     }
     ucx_cfg.insert(ucx_cfg.end(), ucx.begin(), ucx.end());
     status = ucp_setup_create(ucx_cfg, params, cfg.am, &conn->m_setup,
-                              error);
+                              error, multi_thread);
     if (status != UCS_OK) {
         *error = cfg.name() + ": " + *error;
         return NULL;

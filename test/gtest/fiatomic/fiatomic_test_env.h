@@ -270,7 +270,8 @@ public:
                                               const kv_list &ucx,
                                               const fiatomic_params_t *params,
                                               std::string *skip,
-                                              std::string *error);
+                                              std::string *error,
+                                              bool multi_thread = false);
 
     /** The cached connection for a configuration (default settings). */
     static connection *get(const config &cfg, std::string *skip,
