@@ -4,6 +4,7 @@
 #     the tools' options and messages), then its packaging (make dist
 #     contents, make install + installcheck: a pkg-config consumer),
 #  2. the same suites built with AddressSanitizer + UndefinedBehaviorSanitizer,
+#     and the threads suite built with ThreadSanitizer,
 #  3. the libFuzzer target of the target-side request decoder, 60 s,
 #  4. the atomicx guest suites on soft-RoCE (contrib/softroce),
 #     libfiatomic's matrix over atomicx there, UCX's own gtest suites
@@ -68,6 +69,28 @@ build "$top/build-asan" --enable-sanitizers || exit 1
 step "tests under ASan+UBSan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     check "$top/build-asan" || fail=1
+
+# The threads suite under ThreadSanitizer: libfiatomic and its suites only.
+# UCX_MEM_EVENTS=no: UCX's memory hooks (madvise in thread start) crash
+# TSan's interceptors; FIATOMIC_TEST_THREAD_OPS: fewer operations per thread
+# (every strategy and both endpoint layouts still run).
+step "build (-Werror, ThreadSanitizer): libfiatomic and its suites"
+tsan_dir="$top/build-tsan"
+mkdir -p "$tsan_dir" && (cd "$tsan_dir" &&
+    "$top/configure" --enable-werror --enable-tsan > "$logdir/build-tsan-configure.log" 2>&1 &&
+    make -j"$jobs" -C src/fiatomic > "$logdir/build-tsan-make.log" 2>&1 &&
+    make -j"$jobs" -C test/gtest test_fiatomic fiatomic_test_peer >> "$logdir/build-tsan-make.log" 2>&1) ||
+    { tail -40 "$logdir/build-tsan-make.log" "$logdir/build-tsan-configure.log"; exit 1; }
+step "threads suite under ThreadSanitizer"
+(cd "$tsan_dir/test/gtest" &&
+    UCX_MEM_EVENTS=no FIATOMIC_TEST_THREAD_OPS=40 \
+    TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" \
+    ./test_fiatomic --gtest_filter='*/threads.*' > "$logdir/tsan-threads.log" 2>&1)
+tsan_rc=$?
+tee -a "$logdir/all-tests.log" < "$logdir/tsan-threads.log" |
+    grep -E '^\[ *(PASSED|FAILED|SKIPPED) *\]|^\[==========\]|ThreadSanitizer' || true
+[ $tsan_rc -eq 0 ] || fail=1
+"$top/contrib/ucx-log-check.sh" --label build-tsan "$logdir/tsan-threads.log" || fail=1
 
 step "fuzzing the target-side request decoder (libFuzzer, 60 s)"
 "$top/test/fuzz/run.sh" 60 2>&1 | tee -a "$logdir/all-tests.log" || fail=1

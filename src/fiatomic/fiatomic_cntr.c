@@ -75,7 +75,7 @@ static ucs_status_t fiatomic_ep_bind_cntr_locked(fiatomic_ep_h ep,
     }
 
     /* every operation counts into the counter bound when it was posted */
-    if ((ep->ops_inflight > 0) || !ucs_list_is_empty(&ep->deferred)) {
+    if (ep->ops_inflight > 0) { /* deferred ones included */
         return UCS_ERR_BUSY;
     }
 

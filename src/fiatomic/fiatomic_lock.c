@@ -138,7 +138,8 @@ static fiatomic_deferred_t *fiatomic_deferred_pop(fiatomic_h fia)
         if (fia->lock.head == NULL) {
             fia->lock.tail = &fia->lock.head;
         }
-        fia->lock.queued_bytes -= d->cost;
+        __atomic_store_n(&fia->lock.queued_bytes,
+                         fia->lock.queued_bytes - d->cost, __ATOMIC_RELAXED);
         __atomic_store_n(&fia->lock.pending, fia->lock.head != NULL,
                          __ATOMIC_RELAXED);
     }
@@ -211,9 +212,22 @@ static void fiatomic_deferred_push(fiatomic_h fia, fiatomic_deferred_t *d)
     d->next          = NULL;
     *fia->lock.tail  = d;
     fia->lock.tail   = &d->next;
-    fia->lock.queued_bytes += d->cost;
+    __atomic_store_n(&fia->lock.queued_bytes,
+                     fia->lock.queued_bytes + d->cost, __ATOMIC_RELAXED);
     __atomic_store_n(&fia->lock.pending, true, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&fia->lock.queue_lock);
+}
+
+/* After queueing: the holder may have let the lock go after it last looked
+ * at the queue (and before we set `pending`); then we hold it now and run
+ * the queue ourselves. Not for an active message whose data UCP keeps for
+ * us: the handler must return to UCP before that data may be released; such
+ * a message runs at the next release of the lock (any call, any callback). */
+static void fiatomic_deferred_kick(fiatomic_h fia)
+{
+    if (fiatomic_lock_try(fia)) {
+        fiatomic_lock_release(fia);
+    }
 }
 
 /* A queue entry; on no memory the caller tries the lock again. */
@@ -245,6 +259,7 @@ bool fiatomic_cb_enter_send(fiatomic_h fia, ucp_send_nbx_callback_t fn,
     d->status  = status;
     d->arg     = user_data;
     fiatomic_deferred_push(fia, d);
+    fiatomic_deferred_kick(fia);
     return false;
 }
 
@@ -272,6 +287,7 @@ bool fiatomic_cb_enter_recv(fiatomic_h fia, ucp_am_recv_data_nbx_callback_t fn,
     d->length  = length;
     d->arg     = user_data;
     fiatomic_deferred_push(fia, d);
+    fiatomic_deferred_kick(fia);
     return false;
 }
 
@@ -283,22 +299,22 @@ bool fiatomic_cb_enter_am(fiatomic_h fia, ucp_am_recv_callback_t fn,
     bool kept = param->recv_attr & (UCP_AM_RECV_ATTR_FLAG_DATA |
                                     UCP_AM_RECV_ATTR_FLAG_RNDV);
     fiatomic_deferred_t *d;
-    size_t cost;
+    size_t cost, queued;
 
     if (fiatomic_lock_try(fia)) {
         return true;
     }
 
     cost = kept ? 0 : length;
-    if (__atomic_load_n(&fia->lock.queued_bytes, __ATOMIC_RELAXED) + cost >
-        FIATOMIC_DEFERRED_BYTES_MAX) {
+    queued = __atomic_load_n(&fia->lock.queued_bytes, __ATOMIC_RELAXED);
+    if (queued + cost > FIATOMIC_DEFERRED_BYTES_MAX) {
         d = NULL; /* a flood while the lock is busy: dropped */
     } else {
         d = fiatomic_deferred_alloc(cost);
     }
     if (d == NULL) {
         ucs_debug("fiatomic: active message dropped (context busy, %zu "
-                  "bytes queued)", fia->lock.queued_bytes);
+                  "bytes queued)", queued);
         __atomic_fetch_add(&fia->messages_dropped, 1, __ATOMIC_RELAXED);
         if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
             ucp_am_data_release(fia->worker, data);
@@ -323,6 +339,9 @@ bool fiatomic_cb_enter_am(fiatomic_h fia, ucp_am_recv_callback_t fn,
         d->data = d->copy;
     }
     fiatomic_deferred_push(fia, d);
+    if (!kept) {
+        fiatomic_deferred_kick(fia); /* our copy: may run right here */
+    }
     *status_p = kept ? UCS_INPROGRESS : UCS_OK;
     return false;
 }

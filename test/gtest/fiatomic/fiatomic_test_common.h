@@ -174,6 +174,19 @@ struct fault_report {
                                    not complete at the bound */
     uint64_t target_needed;     /* some posted cell needs target progress */
     double   seconds;           /* from the first wait to the end */
+    /* the counter bound to the endpoint: what it must count (operations
+     * whose call returned no error, by outcome) and what it counted */
+    uint64_t accepted_ok;
+    uint64_t accepted_failed;
+    uint64_t cntr_value;        /* since the fault test started */
+    uint64_t cntr_errors;
+    int64_t  cntr_wait;         /* fiatomic_cntr_wait for every accepted
+                                   operation not failed yet, at the first
+                                   wait (FAULT_WAIT) */
+    uint64_t errors_before_wait; /* errors counted before that wait */
+    uint64_t errors_after_wait;  /* ... and when it returned */
+    uint64_t quiet_pending;     /* fiatomic_flush_nbx not complete */
+    int64_t  quiet_status;      /* its status */
 };
 
 /* ------------------------------------------------------------------------ */

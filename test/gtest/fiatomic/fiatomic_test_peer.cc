@@ -296,6 +296,7 @@ struct initiator {
     target_info       target;
     uint64_t          keys[FIATOMIC_TEST_REGIONS];
     ucs_status_t      ep_status;
+    fiatomic_cntr_h   cntr;    /* bound to ep: counts every operation */
 };
 
 void initiator_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
@@ -343,6 +344,13 @@ std::string initiator_connect(initiator *in, const std::vector<uint8_t> &hello)
         return std::string("fiatomic_ep_create: ") +
                ucs_status_string(status);
     }
+    status = fiatomic_cntr_open(in->setup.fia, &in->cntr);
+    if (status == UCS_OK) {
+        status = fiatomic_ep_bind_cntr(in->ep, in->cntr);
+    }
+    if (status != UCS_OK) {
+        return std::string("counter: ") + ucs_status_string(status);
+    }
     for (int i = 0; i < FIATOMIC_TEST_REGIONS; ++i) {
         status = fiatomic_rkey_unpack(in->ep, in->target.key[i].data(),
                                       in->target.key[i].size(),
@@ -388,6 +396,8 @@ void initiator_disconnect(initiator *in)
     fiatomic_ep_destroy(in->ep);
     ucp_ep_close_blocking(in->setup.worker, in->ucp_ep,
                           (in->ep_status != UCS_OK) || in->faulted);
+    /* the endpoint is gone once UCP released its operations */
+    fiatomic_cntr_close(in->cntr);
     ucp_setup_destroy(&in->setup);
 }
 
@@ -526,13 +536,35 @@ job_result run_job(initiator *in, const std::vector<job_task> &tasks)
 struct fault_op {
     void *req;
     bool  must_fail; /* the target had to execute it */
+    bool  accepted;  /* the call returned no error: the counter counts it */
 };
 
 struct fault_state {
     std::vector<fault_op> ops;
     uint8_t               buf[256], cmp[256], res[256];
     fault_report          report;
+    uint64_t              cntr_base, cntr_err_base; /* at the start */
 };
+
+/* An operation's outcome, in the report. */
+void fault_outcome(fault_report *r, const fault_op &o, ucs_status_t status)
+{
+    if (status != UCS_OK) {
+        r->failed++;
+    } else if (o.must_fail) {
+        r->wrong++;
+    }
+    if (o.accepted) {
+        ++((status == UCS_OK) ? r->accepted_ok : r->accepted_failed);
+    }
+}
+
+void fault_start(initiator *in, fault_state *st)
+{
+    memset(&st->report, 0, sizeof(st->report));
+    st->cntr_base     = fiatomic_cntr_read(in->cntr);
+    st->cntr_err_base = fiatomic_cntr_readerr(in->cntr);
+}
 
 /* A mix of cells: native-able and CAS-loop ones, count 1 and > 1, fetch,
  * compare and base. Unsupported ones (forced strategy) are skipped. */
@@ -588,7 +620,7 @@ void fault_post_mix(initiator *in, fault_state *st, std::vector<fault_op> *out)
                      info.needs_target_progress;
         st->report.target_needed |= needs;
         st->report.posted++;
-        out->push_back({p, needs});
+        out->push_back({p, needs, !UCS_PTR_IS_ERR(p)});
     }
 }
 
@@ -604,10 +636,8 @@ uint64_t fault_wait(initiator *in, std::vector<fault_op> *ops,
         if (status == UCS_INPROGRESS) {
             ++pending;
             fiatomic_request_free(o.req);
-        } else if (status != UCS_OK) {
-            r->failed++;
-        } else if (o.must_fail) {
-            r->wrong++;
+        } else {
+            fault_outcome(r, o, status);
         }
     }
     ops->clear();
@@ -632,8 +662,19 @@ void fault_finish(initiator *in, fault_state *st, double bound, double start)
         fault_post_mix(in, st, &more);
         st->report.later_pending = fault_wait(in, &more, now_sec() + bound,
                                               &st->report);
+        /* quiet across the context after the failure: bounded too */
+        ucs_status_ptr_t q = fiatomic_flush_nbx(in->setup.fia, &param);
+        status = poll_request(in->setup.worker, q, now_sec() + bound);
+        st->report.quiet_pending = (status == UCS_INPROGRESS);
+        st->report.quiet_status  = status;
+        if (status == UCS_INPROGRESS) {
+            fiatomic_request_free(q);
+        }
     }
-    st->report.seconds = now_sec() - start;
+    st->report.seconds     = now_sec() - start;
+    st->report.cntr_value  = fiatomic_cntr_read(in->cntr) - st->cntr_base;
+    st->report.cntr_errors = fiatomic_cntr_readerr(in->cntr) -
+                             st->cntr_err_base;
 }
 
 int run_initiator()
@@ -694,7 +735,7 @@ int run_initiator()
             break;
         }
         case MSG_FAULT_POST:
-            memset(&fault->report, 0, sizeof(fault->report));
+            fault_start(&in, fault.get());
             memset(fault->buf, 3, sizeof(fault->buf));
             memset(fault->cmp, 1, sizeof(fault->cmp));
             for (int r = 0; r < 20; ++r) {
@@ -726,15 +767,28 @@ int run_initiator()
         }
         case MSG_FAULT_WAIT: {
             bytes b(payload);
-            double bound = b.get<double>();
-            fault_finish(&in, fault.get(), bound, now_sec());
+            double bound = b.get<double>(), start = now_sec();
+            uint64_t accepted = 0;
+            for (const fault_op &o : fault->ops) {
+                accepted += o.accepted;
+            }
+            /* the counter reaches every accepted operation that did not
+             * fail yet, or reports an error on the way */
+            fault->report.errors_before_wait =
+                    fiatomic_cntr_readerr(in.cntr) - fault->cntr_err_base;
+            fault->report.cntr_wait = fiatomic_cntr_wait(
+                    in.cntr, fault->cntr_base + accepted -
+                    fault->report.errors_before_wait, (int)(bound * 1000));
+            fault->report.errors_after_wait =
+                    fiatomic_cntr_readerr(in.cntr) - fault->cntr_err_base;
+            fault_finish(&in, fault.get(), bound, start);
             reply_ok(&fault->report, sizeof(fault->report));
             break;
         }
         case MSG_FAULT_RUN: {
             bytes b(payload);
             double bound = b.get<double>(), start = now_sec();
-            memset(&fault->report, 0, sizeof(fault->report));
+            fault_start(&in, fault.get());
             reply_ok();
             /* post and retire until something fails or the bound passes */
             /* (nothing may need the target: shared memory it mapped) */
@@ -750,8 +804,8 @@ int run_initiator()
                                                        o.req, 0);
                     if (status == UCS_INPROGRESS) {
                         still.push_back(o);
-                    } else if (status != UCS_OK) {
-                        fault->report.failed++;
+                    } else {
+                        fault_outcome(&fault->report, o, status);
                     }
                 }
                 fault->ops.swap(still);

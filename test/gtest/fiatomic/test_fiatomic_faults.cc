@@ -73,6 +73,19 @@ protected:
                                      b.data().size(), &error)) << error;
         if (collect(&r)) {
             check(r, true);
+            /* the counter wait for every operation: an error on the way,
+             * or all of them done */
+            if (r.pending == 0) {
+                EXPECT_EQ((r.errors_after_wait > r.errors_before_wait) ?
+                          -FI_EAVAIL : 0, r.cntr_wait)
+                        << r.errors_before_wait << " errors before the "
+                        << "wait, " << r.errors_after_wait << " after";
+            }
+            if (r.target_needed && (r.pending == 0)) {
+                /* the paused target executed nothing: its operations
+                 * failed */
+                EXPECT_GT(r.errors_after_wait, 0u);
+            }
         }
     }
 
@@ -114,9 +127,21 @@ protected:
             EXPECT_EQ(0u, r.flush_pending) << "flush did not complete";
             EXPECT_EQ(0u, r.later_pending)
                     << "operations posted after the failure hang";
+            EXPECT_EQ(0u, r.quiet_pending)
+                    << "the context flush did not complete";
+        }
+        if ((r.pending == 0) && (r.later_pending == 0)) {
+            /* the counter bound to the endpoint counted every operation
+             * whose call returned no error, exactly once, by outcome */
+            EXPECT_EQ(r.accepted_ok, r.cntr_value) << "counter value";
+            EXPECT_EQ(r.accepted_failed, r.cntr_errors) << "counter errors";
         }
         std::cout << "[ INFO     ] " << r.posted << " posted, " << r.failed
-                  << " failed, done in " << r.seconds << " s" << std::endl;
+                  << " failed, done in " << r.seconds << " s; counter "
+                  << r.cntr_value << " + " << r.cntr_errors
+                  << " errors; context flush: "
+                  << ucs_status_string((ucs_status_t)r.quiet_status)
+                  << std::endl;
     }
 
     void TearDown() override
