@@ -321,6 +321,18 @@ void thread_main(thread_state *ts)
         return;
     }
 
+    /* the callback operations' operand (`operand`, on this stack) must
+     * outlive them: wait for their callbacks before going on */
+    double deadline = now_sec() + BOUND_SEC;
+    while (ts->callbacks.load() < (ts->ops + 1) / 2) {
+        if (now_sec() > deadline) {
+            ts->error = "callbacks of operations freed at once never came";
+            drain(ts, &window);
+            return;
+        }
+        ucp_worker_progress(ts->worker);
+    }
+
     /* fetch SUM 1 on a 16-bit counter: a CAS loop, target-side or direct */
     if (ts->run_u16) {
         ts->fetched_u16.assign(ts->ops / 2, UINT16_MAX);
