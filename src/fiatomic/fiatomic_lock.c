@@ -236,21 +236,32 @@ static fiatomic_deferred_t *fiatomic_deferred_alloc(size_t extra)
     return calloc(1, sizeof(fiatomic_deferred_t) + extra);
 }
 
-bool fiatomic_cb_enter_send(fiatomic_h fia, ucp_send_nbx_callback_t fn,
-                            void *request, ucs_status_t status,
-                            void *user_data)
+/* NULL with the lock taken, else a queue entry for the callback: a
+ * completion must not be lost, so on no memory the lock is tried again. */
+static fiatomic_deferred_t *fiatomic_cb_lock_or_entry(fiatomic_h fia)
 {
     fiatomic_deferred_t *d;
 
     for (;;) {
         if (fiatomic_lock_try(fia)) {
-            return true;
+            return NULL;
         }
         d = fiatomic_deferred_alloc(0);
         if (d != NULL) {
-            break;
+            return d;
         }
         sched_yield();
+    }
+}
+
+bool fiatomic_cb_enter_send(fiatomic_h fia, ucp_send_nbx_callback_t fn,
+                            void *request, ucs_status_t status,
+                            void *user_data)
+{
+    fiatomic_deferred_t *d = fiatomic_cb_lock_or_entry(fia);
+
+    if (d == NULL) {
+        return true;
     }
 
     d->kind    = FIATOMIC_DEFERRED_SEND;
@@ -267,17 +278,10 @@ bool fiatomic_cb_enter_recv(fiatomic_h fia, ucp_am_recv_data_nbx_callback_t fn,
                             void *request, ucs_status_t status, size_t length,
                             void *user_data)
 {
-    fiatomic_deferred_t *d;
+    fiatomic_deferred_t *d = fiatomic_cb_lock_or_entry(fia);
 
-    for (;;) {
-        if (fiatomic_lock_try(fia)) {
-            return true;
-        }
-        d = fiatomic_deferred_alloc(0);
-        if (d != NULL) {
-            break;
-        }
-        sched_yield();
+    if (d == NULL) {
+        return true;
     }
 
     d->kind    = FIATOMIC_DEFERRED_RECV;
