@@ -56,22 +56,39 @@ protected:
 
     virtual kv_list extra_env() const { return {}; }
 
+    /* The initiator posts (`post`: MSG_FAULT_POST or MSG_FAULT_POST_BASE),
+     * after the target stopped progressing if `pause`; the target is killed;
+     * the initiator waits, flushes and answers with its report. */
+    bool post_then_kill(uint32_t post, bool pause, fault_report *r)
+    {
+        std::string error;
+        bytes b;
+
+        if (pause && !m_target.pause(&error)) {
+            ADD_FAILURE() << error;
+            return false;
+        }
+        if (!m_initiator.request(post, NULL, 0, NULL, &error)) {
+            ADD_FAILURE() << error;
+            return false;
+        }
+        m_target.process().kill_now();
+        b.put<double>(BOUND_SEC);
+        if (!m_initiator.send(MSG_FAULT_WAIT, b.data().data(),
+                              b.data().size(), &error)) {
+            ADD_FAILURE() << error;
+            return false;
+        }
+        return collect(r);
+    }
+
     /* The target stops progressing, operations are posted, the target
      * dies. */
     void kill_with_operations_outstanding()
     {
-        std::string error;
         fault_report r;
-        bytes b;
 
-        ASSERT_TRUE(m_target.pause(&error)) << error;
-        ASSERT_TRUE(m_initiator.request(MSG_FAULT_POST, NULL, 0, NULL,
-                                        &error)) << error;
-        m_target.process().kill_now();
-        b.put<double>(BOUND_SEC);
-        ASSERT_TRUE(m_initiator.send(MSG_FAULT_WAIT, b.data().data(),
-                                     b.data().size(), &error)) << error;
-        if (collect(&r)) {
+        if (post_then_kill(MSG_FAULT_POST, true, &r)) {
             check(r, true);
             /* the counter wait for every operation: an error on the way,
              * or all of them done */
@@ -213,17 +230,9 @@ protected:
 
 TEST_P(faults_default_err_mode, flush_after_local_completions)
 {
-    std::string error;
     fault_report r;
-    bytes b;
 
-    ASSERT_TRUE(m_initiator.request(MSG_FAULT_POST_BASE, NULL, 0, NULL,
-                                    &error)) << error;
-    m_target.process().kill_now();
-    b.put<double>(BOUND_SEC);
-    ASSERT_TRUE(m_initiator.send(MSG_FAULT_WAIT, b.data().data(),
-                                 b.data().size(), &error)) << error;
-    if (collect(&r)) {
+    if (post_then_kill(MSG_FAULT_POST_BASE, false, &r)) {
         EXPECT_EQ(0u, r.pending);
         EXPECT_EQ(0u, r.flush_pending) << "flush did not complete";
     }
