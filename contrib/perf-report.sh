@@ -320,7 +320,7 @@ if [ "$matrix" -eq 1 ]; then
 cat <<'EOF'
 ## Every cell, per transport
 
-Verified against test/common/fiatomic_ref, 1000 calls each; x_ucp and x_ofi
+Verified against src/ref/fiatomic_ref, 1000 calls each; x_ucp and x_ofi
 are typical-latency ratios fiatomic / baseline of the same run (a "-" when
 the baseline has no such call).
 

@@ -2,7 +2,7 @@
 # The main job: install what is needed, build (reusing a configured build
 # directory), then run every supported cell of the fiatomic matrix between
 # two processes over UCX on localhost, verify each against the independent
-# reference model (test/common/fiatomic_ref), and time it.
+# reference model (src/ref/fiatomic_ref), and time it.
 #
 # Output: one table per transport (family, op, datatype, strategy, check,
 # latency median/average/p99 in us), then a SUMMARY line. Exits non-zero

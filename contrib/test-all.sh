@@ -79,6 +79,7 @@ tsan_dir="$top/build-tsan"
 mkdir -p "$tsan_dir" && (cd "$tsan_dir" &&
     "$top/configure" --enable-werror --enable-tsan > "$logdir/build-tsan-configure.log" 2>&1 &&
     make -j"$jobs" -C src/fiatomic > "$logdir/build-tsan-make.log" 2>&1 &&
+    make -j"$jobs" -C src/ref >> "$logdir/build-tsan-make.log" 2>&1 &&
     make -j"$jobs" -C test/gtest test_fiatomic fiatomic_test_peer >> "$logdir/build-tsan-make.log" 2>&1) ||
     { tail -40 "$logdir/build-tsan-make.log" "$logdir/build-tsan-configure.log"; exit 1; }
 step "threads suite under ThreadSanitizer"

@@ -9,8 +9,8 @@
  * about a real endpoint to it.
  */
 #include "fiatomic.h"
+#include "tool_common.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <spawn.h>
@@ -24,117 +24,8 @@ extern char **environ;
 
 #define INFO_TARGET_LENGTH 4096
 
-typedef struct {
-    ucp_context_h context;
-    ucp_worker_h  worker;
-    fiatomic_h    fia;
-} info_node_t;
-
-static int info_write_all(int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-    ssize_t n;
-
-    while (len > 0) {
-        n = write(fd, p, len);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        } else if (n <= 0) {
-            return -1;
-        }
-        p   += n;
-        len -= n;
-    }
-    return 0;
-}
-
-static int info_read_all(int fd, void *buf, size_t len)
-{
-    char *p = buf;
-    ssize_t n;
-
-    while (len > 0) {
-        n = read(fd, p, len);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        } else if (n <= 0) {
-            return -1;
-        }
-        p   += n;
-        len -= n;
-    }
-    return 0;
-}
-
-/* Length-prefixed blob over a pipe. */
-static int info_send_blob(int fd, const void *buf, size_t len)
-{
-    uint64_t len64 = len;
-
-    return (info_write_all(fd, &len64, sizeof(len64)) ||
-            info_write_all(fd, buf, len)) ? -1 : 0;
-}
-
-static void *info_recv_blob(int fd, size_t *len_p)
-{
-    uint64_t len64;
-    void *buf;
-
-    if (info_read_all(fd, &len64, sizeof(len64)) || (len64 > (1u << 20))) {
-        return NULL;
-    }
-    buf = malloc(len64 ? len64 : 1);
-    if ((buf == NULL) || info_read_all(fd, buf, len64)) {
-        free(buf);
-        return NULL;
-    }
-    *len_p = len64;
-    return buf;
-}
-
-static int info_node_init(info_node_t *node)
-{
-    ucp_params_t params;
-    ucp_worker_params_t wparams;
-    ucs_status_t status;
-
-    params.field_mask = UCP_PARAM_FIELD_FEATURES;
-    params.features   = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 |
-                        UCP_FEATURE_AMO64 | UCP_FEATURE_AM;
-    status = ucp_init(&params, NULL, &node->context);
-    if (status != UCS_OK) {
-        fprintf(stderr, "fiatomic_info: ucp_init: %s\n",
-                ucs_status_string(status));
-        return -1;
-    }
-
-    wparams.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
-    status = ucp_worker_create(node->context, &wparams, &node->worker);
-    if (status != UCS_OK) {
-        fprintf(stderr, "fiatomic_info: ucp_worker_create: %s\n",
-                ucs_status_string(status));
-        ucp_cleanup(node->context);
-        return -1;
-    }
-
-    status = fiatomic_create(node->context, node->worker, NULL, &node->fia);
-    if (status != UCS_OK) {
-        fprintf(stderr, "fiatomic_info: fiatomic_create: %s\n",
-                ucs_status_string(status));
-        ucp_worker_destroy(node->worker);
-        ucp_cleanup(node->context);
-        return -1;
-    }
-    return 0;
-}
-
-static void info_node_cleanup(info_node_t *node)
-{
-    fiatomic_destroy(node->fia);
-    ucp_worker_destroy(node->worker);
-    ucp_cleanup(node->context);
-}
+/* A pipe carries the target's address and key: a few KiB. */
+#define INFO_MAX_BLOB (1u << 20)
 
 /* The target process: expose memory, hand out address and key, progress
  * until the initiator closes the pipe. */
@@ -144,12 +35,12 @@ static int info_serve_target(int in_fd, int out_fd)
     ucp_address_t *address;
     size_t address_len, key_len;
     fiatomic_mem_h mem;
-    info_node_t node;
+    tool_node_t node;
     void *key, *base;
     uint64_t base64;
     char byte;
 
-    if (info_node_init(&node)) {
+    if (tool_node_init(&node, "fiatomic_info", NULL)) {
         return 1;
     }
 
@@ -167,9 +58,9 @@ static int info_serve_target(int in_fd, int out_fd)
     }
 
     base64 = (uintptr_t)base;
-    if (info_send_blob(out_fd, address, address_len) ||
-        info_send_blob(out_fd, key, key_len) ||
-        info_send_blob(out_fd, &base64, sizeof(base64))) {
+    if (tool_send_blob(out_fd, address, address_len) ||
+        tool_send_blob(out_fd, key, key_len) ||
+        tool_send_blob(out_fd, &base64, sizeof(base64))) {
         return 1;
     }
     ucp_worker_release_address(node.worker, address);
@@ -190,7 +81,7 @@ static int info_serve_target(int in_fd, int out_fd)
     }
 
     fiatomic_mem_unexpose(mem);
-    info_node_cleanup(&node);
+    tool_node_cleanup(&node);
     return 0;
 }
 
@@ -399,7 +290,7 @@ int main(int argc, char **argv)
     info_target_t target;
     ucp_ep_h ucp_ep;
     fiatomic_ep_h ep;
-    info_node_t node;
+    tool_node_t node;
     uint64_t key;
     void *close_req;
 
@@ -428,13 +319,15 @@ int main(int argc, char **argv)
     }
 
     signal(SIGPIPE, SIG_IGN);
-    if (info_spawn_target(&target) || info_node_init(&node)) {
+    if (info_spawn_target(&target) ||
+        tool_node_init(&node, "fiatomic_info", NULL)) {
         return 1;
     }
 
-    address  = info_recv_blob(target.from_target, &address_len);
-    key_buf  = info_recv_blob(target.from_target, &key_len);
-    base_buf = info_recv_blob(target.from_target, &base_len);
+    address  = tool_recv_blob(target.from_target, INFO_MAX_BLOB,
+                              &address_len);
+    key_buf  = tool_recv_blob(target.from_target, INFO_MAX_BLOB, &key_len);
+    base_buf = tool_recv_blob(target.from_target, INFO_MAX_BLOB, &base_len);
     if ((address == NULL) || (key_buf == NULL) || (base_buf == NULL)) {
         fprintf(stderr, "fiatomic_info: the target process failed\n");
         return 1;
@@ -470,7 +363,7 @@ int main(int argc, char **argv)
     fiatomic_ep_destroy(ep);
     close_req = ucp_ep_close_nb(ucp_ep, UCP_EP_CLOSE_MODE_FLUSH);
     info_wait(node.worker, close_req);
-    info_node_cleanup(&node);
+    tool_node_cleanup(&node);
     free(address);
     free(key_buf);
     free(base_buf);

@@ -16,6 +16,7 @@
 #define FIATOMIC_PERFTEST_H_
 
 #include "fiatomic.h"
+#include "tool_common.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -100,11 +101,7 @@ int perf_ctl_connect(const char *host, int port);
 /* ------------------------------------------------------------------------ */
 /* UCP node (perftest_node.c)                                                */
 
-typedef struct perf_node {
-    ucp_context_h context;
-    ucp_worker_h  worker;
-    fiatomic_h    fia;
-} perf_node_t;
+typedef tool_node_t perf_node_t;
 
 int perf_node_init(perf_node_t *node);
 void perf_node_cleanup(perf_node_t *node);

@@ -21,66 +21,22 @@
 
 int perf_ctl_write_all(int fd, const void *buf, size_t len)
 {
-    const char *p = buf;
-    ssize_t n;
-
-    while (len > 0) {
-        n = send(fd, p, len, MSG_NOSIGNAL);
-        if ((n < 0) && (errno == EINTR)) {
-            continue;
-        } else if (n <= 0) {
-            return -1;
-        }
-        p   += n;
-        len -= n;
-    }
-    return 0;
+    return tool_write_all(fd, buf, len);
 }
 
 int perf_ctl_read_all(int fd, void *buf, size_t len)
 {
-    char *p = buf;
-    ssize_t n;
-
-    while (len > 0) {
-        n = recv(fd, p, len, 0);
-        if ((n < 0) && (errno == EINTR)) {
-            continue;
-        } else if (n <= 0) {
-            return -1;
-        }
-        p   += n;
-        len -= n;
-    }
-    return 0;
+    return tool_read_all(fd, buf, len);
 }
 
 int perf_ctl_send_blob(int fd, const void *buf, size_t len)
 {
-    uint64_t len64 = len;
-
-    return (perf_ctl_write_all(fd, &len64, sizeof(len64)) ||
-            perf_ctl_write_all(fd, buf, len)) ? -1 : 0;
+    return tool_send_blob(fd, buf, len);
 }
 
 void *perf_ctl_recv_blob(int fd, size_t *len_p)
 {
-    uint64_t len64;
-    void *buf;
-
-    if (perf_ctl_read_all(fd, &len64, sizeof(len64)) ||
-        (len64 > PERF_CTL_MAX_BLOB)) {
-        return NULL;
-    }
-
-    buf = malloc(len64 ? len64 : 1);
-    if ((buf == NULL) || perf_ctl_read_all(fd, buf, len64)) {
-        free(buf);
-        return NULL;
-    }
-
-    *len_p = len64;
-    return buf;
+    return tool_recv_blob(fd, PERF_CTL_MAX_BLOB, len_p);
 }
 
 /* The control messages are small request/reply pairs: no Nagle delay. */

@@ -3,7 +3,7 @@
  * set and read back by the target's CPU over the control channel, the call
  * goes through libfiatomic, and the outcome (every target element, every
  * fetched value, the untouched neighbours) is compared with the independent
- * reference model test/common/fiatomic_ref.
+ * reference model src/ref/fiatomic_ref.
  */
 #include "perftest.h"
 #include "fiatomic_ref.h"
