@@ -44,6 +44,8 @@ fi
 # ---- In the guest --------------------------------------------------------
 # shellcheck source=wait-listening.sh
 . "$here/wait-listening.sh"
+# shellcheck source=rdma-gid.sh
+. "$here/rdma-gid.sh"
 lib=$build/src/uct/atomicx/.libs/libuct_atomicx.so.0
 # How the UCX of this build finds atomicx, and its tools (ucx_perftest)
 eval "$("$here/ucx-of-build.sh" "$build")" || exit 1
@@ -122,7 +124,6 @@ perftest_suite() {
     done
 }
 
-
 perftest_compare() {
     local n=${ATOMICX_PERFTEST_ITERS:-2000} t o tls rc
     # For comparison: rc_verbs has only 64-bit ADD/FADD/CSWAP, so UCP uses
@@ -149,26 +150,12 @@ perftest_compare() {
     done
 }
 
-# The RoCE v2 GID index of dummy0's IPv4 address, for ib_atomic_lat (-x)
-ipv4_gid_index() {
-    local sysport=/sys/class/infiniband/${dev%%:*}/ports/${dev##*:} i gid type
-    for i in $(seq 0 15); do
-        gid=$(cat "$sysport/gids/$i" 2>/dev/null) || continue
-        type=$(cat "$sysport/gid_attrs/types/$i" 2>/dev/null) || continue
-        if [[ $gid == 0000:0000:0000:0000:0000:ffff:* && $type == "RoCE v2" ]]; then
-            echo "$i"
-            return 0
-        fi
-    done
-    return 1
-}
-
 # Latency of one fetch-and-add round trip, in the same guest run:
 # raw verbs (ib_atomic_lat), atomicx UCT fadd and UCP ucp_fadd, as ratios.
 bench_suite() {
     local n=${ATOMICX_BENCH_ITERS:-5000} gidx slog clog spid
     local ib_typ ib_avg uct_med uct_avg ucp_med ucp_avg
-    gidx=$(ipv4_gid_index) || { echo "bench: no IPv4 RoCE v2 GID"; return 1; }
+    gidx=$(ipv4_gid_index "$dev") || { echo "bench: no IPv4 RoCE v2 GID"; return 1; }
 
     port=$((port + 1))
     slog=$(mktemp) clog=$(mktemp)

@@ -239,6 +239,8 @@ clean_log() { # clean_log <step> <log>
 
 # shellcheck source=wait-listening.sh
 . "$here/wait-listening.sh"
+# shellcheck source=rdma-gid.sh
+. "$here/rdma-gid.sh"
 
 # pair <name> <oneshot|daemon> <check> -- <server command> -- <client command>
 # Guest a runs the server and waits until it listens on $port; guest b then
@@ -361,20 +363,6 @@ loopback_ib() { # loopback_ib <ib_atomic_lat args...>
     return $rc
 }
 
-# The RoCE v2 GID index of eth0's IPv4 address, for ib_atomic_lat (-x)
-ipv4_gid_index() {
-    local sysport=/sys/class/infiniband/${dev%%:*}/ports/${dev##*:} i gid type
-    for i in $(seq 0 15); do
-        gid=$(cat "$sysport/gids/$i" 2>/dev/null) || continue
-        type=$(cat "$sysport/gid_attrs/types/$i" 2>/dev/null) || continue
-        if [[ $gid == 0000:0000:0000:0000:0000:ffff:* && $type == "RoCE v2" ]]; then
-            echo "$i"
-            return 0
-        fi
-    done
-    return 1
-}
-
 # ---- The steps ---------------------------------------------------------------
 echo "guest $id up" >"$sync/up-$id"
 other=$([ "$id" = a ] && echo b || echo a)
@@ -415,7 +403,7 @@ for part in "${parts[@]}"; do
         done
         ;;
     bench)
-        gidx=$(ipv4_gid_index) || abort "rxe0 has no IPv4 RoCE v2 GID"
+        gidx=$(ipv4_gid_index "$dev") || abort "rxe0 has no IPv4 RoCE v2 GID"
         ib_lat=(ib_atomic_lat -d "${dev%%:*}" -i "${dev##*:}" -x "$gidx" -F -n "$bench_iters" -A FETCH_AND_ADD)
         pair "bench-ib_atomic_lat-cross" oneshot - \
             -- "${ib_lat[@]}" -p "$port" \

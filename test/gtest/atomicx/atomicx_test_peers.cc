@@ -5,6 +5,7 @@
 
 #include "atomicx_test_peers.h"
 #include "atomicx_test_uct.h"
+#include "test_serve.h"
 
 #include <chrono>
 #include <errno.h>
@@ -330,54 +331,9 @@ int peer_wait(peer_proc *p)
 
 int peer_serve(const char *port_str)
 {
-    struct sockaddr_in addr = {};
-    char *end;
-    long port = strtol(port_str, &end, 10);
-    int lfd, one = 1;
-
-    if ((*end != '\0') || (port <= 0) || (port > 65535)) {
-        fprintf(stderr, "atomicx_uct_peer: bad port '%s'\n", port_str);
-        return 2;
-    }
-    lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (lfd < 0) {
-        perror("atomicx_uct_peer: socket");
-        return 1;
-    }
-    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    addr.sin_family      = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_ANY);
-    addr.sin_port        = htons((uint16_t)port);
-    if ((bind(lfd, (struct sockaddr*)&addr, sizeof(addr)) != 0) ||
-        (listen(lfd, 16) != 0)) {
-        perror("atomicx_uct_peer: bind/listen");
-        return 1;
-    }
-    printf("atomicx_uct_peer: serving peers on port %ld\n", port);
-    fflush(stdout);
-
-    for (;;) {
-        struct pollfd pfd = {lfd, POLLIN, 0};
-        while (waitpid(-1, nullptr, WNOHANG) > 0) {
-        }
-        if (poll(&pfd, 1, 1000) <= 0) {
-            continue;
-        }
-        int fd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
-        if (fd < 0) {
-            continue;
-        }
-        /* each peer forks from a process without verbs resources */
-        pid_t pid = fork();
-        if (pid == 0) {
-            ::close(lfd);
-            _exit(serve_one(fd));
-        }
-        if (pid < 0) {
-            perror("atomicx_uct_peer: fork");
-        }
-        ::close(fd);
-    }
+    /* each peer forks from a process without verbs resources */
+    return test_common::serve_forever("atomicx_uct_peer", port_str,
+                                      serve_one);
 }
 
 } // namespace atomicx_test

@@ -108,7 +108,7 @@ std::vector<cell> defined_cells();
 
 /**
  * THE predicate for which element types the library supports now: up to 8
- * bytes. The issue that adds 16/32-byte types changes this function only.
+ * bytes. Wider types, when supported, change this function only.
  */
 bool type_supported(int datatype);
 
@@ -340,6 +340,61 @@ private:
         } \
         ASSERT_TRUE(_conn != NULL) << _error; \
     }
+
+/**
+ * Fixture of a suite parameterised by `config` over the cached connection of
+ * its configuration (connection::get): SetUp() skips, with the reason, where
+ * the configuration cannot run here, and fails where it could not connect;
+ * once connected it calls set_up(), what a derived fixture prepares.
+ */
+class connection_test : public ::testing::TestWithParam<config> {
+protected:
+    void SetUp() override
+    {
+        std::string skip, error;
+
+        m_conn = connection::get(GetParam(), &skip, &error);
+        if (!skip.empty()) {
+            GTEST_SKIP() << skip;
+        }
+        ASSERT_TRUE(m_conn != NULL) << error;
+        set_up();
+    }
+
+    virtual void set_up() {}
+
+    connection *m_conn = NULL;
+};
+
+/** One instantiation of a suite parameterised by `config`, named after the
+ *  configuration (tcp_user_auto). */
+#define FIATOMIC_TEST_INSTANTIATE(_suite, _tl, _mem, _strategy) \
+    INSTANTIATE_TEST_SUITE_P(_tl##_##_mem##_##_strategy, _suite, \
+                             ::testing::Values(FIATOMIC_TEST_CONFIG( \
+                                     _tl, _mem, _strategy)), \
+                             config_name());
+
+/** A struct fi_msg_atomic of these vectors, with no descriptors, address
+ *  or remote CQ data. */
+inline struct fi_msg_atomic atomic_msg(const struct fi_ioc *iov,
+                                       size_t iov_count,
+                                       const struct fi_rma_ioc *rma_iov,
+                                       size_t rma_iov_count,
+                                       enum fi_datatype datatype,
+                                       enum fi_op op, void *context = NULL)
+{
+    struct fi_msg_atomic msg;
+
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_iov       = iov;
+    msg.iov_count     = iov_count;
+    msg.rma_iov       = rma_iov;
+    msg.rma_iov_count = rma_iov_count;
+    msg.datatype      = datatype;
+    msg.op            = op;
+    msg.context       = context;
+    return msg;
+}
 
 /** The target bytes the small tests use: region 0 [0, 40 KiB), region 1
  *  whole. */

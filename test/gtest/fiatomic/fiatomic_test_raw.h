@@ -18,6 +18,39 @@ extern "C" {
 
 namespace fiatomic_test {
 
+/** A well-formed request header: fetching FI_SUM on `count` elements of
+ *  `datatype` from `raddr` in the region with this index and token. */
+inline fiatomic_wire_req_t wire_fetch_sum(int datatype, uint32_t count,
+                                          uint32_t region, uint64_t token,
+                                          uint64_t raddr, uint64_t id)
+{
+    fiatomic_wire_req_t req;
+
+    memset(&req, 0, sizeof(req));
+    req.magic    = FIATOMIC_WIRE_REQ_MAGIC;
+    req.version  = FIATOMIC_WIRE_VERSION;
+    req.family   = FIATOMIC_FAMILY_FETCH;
+    req.op       = FI_SUM;
+    req.datatype = datatype;
+    req.count    = count;
+    req.region   = region;
+    req.token    = token;
+    req.raddr    = raddr;
+    req.id       = id;
+    return req;
+}
+
+/** A request message: the header, then `length` bytes of operands. */
+inline std::vector<uint8_t> wire_message(const fiatomic_wire_req_t &req,
+                                         const void *operands, size_t length)
+{
+    std::vector<uint8_t> msg(sizeof(req) + length);
+
+    memcpy(msg.data(), &req, sizeof(req));
+    memcpy(msg.data() + sizeof(req), operands, length);
+    return msg;
+}
+
 class raw_client {
 public:
     ~raw_client();

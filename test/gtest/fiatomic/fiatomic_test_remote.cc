@@ -5,6 +5,7 @@
 #include "fiatomic_test_remote.h"
 
 #include "fiatomic_test_common.h"
+#include "test_serve.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -185,55 +186,8 @@ int serve_one(int fd)
 
 int remote_serve(const char *port_str)
 {
-    struct sockaddr_in addr = {};
-    int lfd, one = 1;
-    char *end;
-    long port = strtol(port_str, &end, 10);
-
-    if ((*end != '\0') || (port <= 0) || (port > 65535)) {
-        fprintf(stderr, "fiatomic_test_peer serve: bad port '%s'\n", port_str);
-        return 2;
-    }
-    lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (lfd < 0) {
-        perror("socket");
-        return 1;
-    }
-    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    addr.sin_family      = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_ANY);
-    addr.sin_port        = htons((uint16_t)port);
-    if ((bind(lfd, (struct sockaddr*)&addr, sizeof(addr)) != 0) ||
-        (listen(lfd, 16) != 0)) {
-        perror("fiatomic_test_peer serve: bind/listen");
-        return 1;
-    }
-    printf("fiatomic_test_peer: serving peers on port %ld\n", port);
-    fflush(stdout);
-
-    for (;;) {
-        struct pollfd pfd = {lfd, POLLIN, 0};
-        int fd;
-
-        while (waitpid(-1, NULL, WNOHANG) > 0) {
-        }
-        if (poll(&pfd, 1, 1000) <= 0) {
-            continue;
-        }
-        fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-        if (fd < 0) {
-            continue;
-        }
-        pid_t pid = fork();
-        if (pid == 0) {
-            close(lfd);
-            _exit(serve_one(fd));
-        }
-        if (pid < 0) {
-            perror("fiatomic_test_peer serve: fork");
-        }
-        close(fd);
-    }
+    return test_common::serve_forever("fiatomic_test_peer", port_str,
+                                      serve_one);
 }
 
 int remote_relay(const char *host_port, int argc, char **argv)

@@ -9,17 +9,12 @@ using namespace fiatomic_test;
 
 namespace {
 
-class bad_input : public ::testing::TestWithParam<config> {
+class bad_input : public connection_test {
 protected:
-    void SetUp() override
+    void set_up() override
     {
-        std::string skip, error;
+        std::string error;
 
-        m_conn = connection::get(GetParam(), &skip, &error);
-        if (!skip.empty()) {
-            GTEST_SKIP() << skip;
-        }
-        ASSERT_TRUE(m_conn != NULL) << error;
         memset(&m_param, 0, sizeof(m_param));
         /* a recognisable, non-zero target */
         std::vector<uint8_t> fill(40 * 1024);
@@ -53,7 +48,6 @@ protected:
         return m_conn->base(region) + offset;
     }
 
-    connection               *m_conn = NULL;
     fiatomic_request_param_t m_param;
     target_snapshot          m_snap;
     alignas(64) uint8_t      m_buf[256];
@@ -476,16 +470,10 @@ TEST_P(bad_input, tagged)
     fiatomic_ep_h ep = m_conn->ep();
     struct fi_ioc iov     = {m_buf, 1}, res = {m_res, 1}, cmp = {m_cmp, 1};
     struct fi_rma_ioc rma = {addr(0, 64), 1, m_conn->key(0)};
-    struct fi_msg_atomic msg;
+    struct fi_msg_atomic msg = atomic_msg(&iov, 1, &rma, 1, FI_UINT64,
+                                          FI_SUM);
     fiatomic_request_param_t param = m_param;
 
-    memset(&msg, 0, sizeof(msg));
-    msg.msg_iov       = &iov;
-    msg.iov_count     = 1;
-    msg.rma_iov       = &rma;
-    msg.rma_iov_count = 1;
-    msg.datatype      = FI_UINT64;
-    msg.op            = FI_SUM;
     expect_errno(-FI_EOPNOTSUPP, fiatomic_atomicmsg_nbx(ep, &msg, FI_TAGGED,
                                                         &m_param), "msg");
     expect_errno(-FI_EOPNOTSUPP,
@@ -539,10 +527,7 @@ TEST_P(bad_input, vector_totals_differ)
 }
 
 #define BAD_INPUT_INSTANTIATE(_tl, _mem, _strategy) \
-    INSTANTIATE_TEST_SUITE_P(_tl##_##_mem##_##_strategy, bad_input, \
-                             ::testing::Values(FIATOMIC_TEST_CONFIG( \
-                                     _tl, _mem, _strategy)), \
-                             config_name());
+    FIATOMIC_TEST_INSTANTIATE(bad_input, _tl, _mem, _strategy)
 FIATOMIC_TEST_FOR_AUTO_CONFIGS(BAD_INPUT_INSTANTIATE)
 
 } // namespace

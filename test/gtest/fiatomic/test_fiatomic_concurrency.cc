@@ -686,10 +686,7 @@ TEST_P(concurrency, hammer)
 }
 
 #define CONCURRENCY_INSTANTIATE(_tl, _mem, _strategy) \
-    INSTANTIATE_TEST_SUITE_P(_tl##_##_mem##_##_strategy, concurrency, \
-                             ::testing::Values(FIATOMIC_TEST_CONFIG( \
-                                     _tl, _mem, _strategy)), \
-                             config_name());
+    FIATOMIC_TEST_INSTANTIATE(concurrency, _tl, _mem, _strategy)
 CONCURRENCY_INSTANTIATE(posix, alloc, native)
 CONCURRENCY_INSTANTIATE(posix, alloc, cas)
 CONCURRENCY_INSTANTIATE(posix, alloc, direct)

@@ -202,10 +202,7 @@ TEST_P(faults, killed_while_running)
 }
 
 #define FAULTS_INSTANTIATE(_tl, _mem, _strategy) \
-    INSTANTIATE_TEST_SUITE_P(_tl##_##_mem##_##_strategy, faults, \
-                             ::testing::Values(FIATOMIC_TEST_CONFIG( \
-                                     _tl, _mem, _strategy)), \
-                             config_name());
+    FIATOMIC_TEST_INSTANTIATE(faults, _tl, _mem, _strategy)
 FAULTS_INSTANTIATE(tcp, user, auto)
 FAULTS_INSTANTIATE(tcp, user, cas)
 FAULTS_INSTANTIATE(tcp, user, target)

@@ -26,17 +26,10 @@ void record_cb(void *request, ucs_status_t status, void *user_data)
     r->user_data = user_data;
 }
 
-class flags : public ::testing::TestWithParam<config> {
+class flags : public connection_test {
 protected:
-    void SetUp() override
+    void set_up() override
     {
-        std::string skip, error;
-
-        m_conn = connection::get(GetParam(), &skip, &error);
-        if (!skip.empty()) {
-            GTEST_SKIP() << skip;
-        }
-        ASSERT_TRUE(m_conn != NULL) << error;
         memset(&m_param, 0, sizeof(m_param));
     }
 
@@ -57,7 +50,6 @@ protected:
 
     uint64_t addr(uint64_t off) { return m_conn->base(0) + off; }
 
-    connection               *m_conn = NULL;
     fiatomic_request_param_t m_param;
 };
 
@@ -230,21 +222,14 @@ TEST_P(flags, selective_completion)
         uint64_t target[3] = {100, 200, 300};
         struct fi_ioc iov = {buf, 3}, resv = {res, 3};
         struct fi_rma_ioc rma = {addr(16384), 3, key};
-        struct fi_msg_atomic msg;
         cb_record rec;
+        struct fi_msg_atomic msg = atomic_msg(&iov, 1, &rma, 1, FI_UINT64,
+                                              FI_SUM, &rec);
         fiatomic_request_param_t param;
         ucs_status_ptr_t p;
 
         SCOPED_TRACE(flags ? "FI_COMPLETION" : "no FI_COMPLETION");
         write(16384, target, sizeof(target));
-        memset(&msg, 0, sizeof(msg));
-        msg.msg_iov       = &iov;
-        msg.iov_count     = 1;
-        msg.rma_iov       = &rma;
-        msg.rma_iov_count = 1;
-        msg.datatype      = FI_UINT64;
-        msg.op            = FI_SUM;
-        msg.context       = &rec;
         memset(&param, 0, sizeof(param));
         param.op_attr_mask = FIATOMIC_OP_ATTR_FIELD_CALLBACK;
         param.cb           = record_cb;
@@ -309,15 +294,8 @@ TEST_P(flags, callback_and_user_data)
         if (msg_form) {
             struct fi_ioc iov = {buf, 4}, resv = {res, 4};
             struct fi_rma_ioc rma = {addr(20480), 4, m_conn->key(0)};
-            struct fi_msg_atomic msg;
-            memset(&msg, 0, sizeof(msg));
-            msg.msg_iov       = &iov;
-            msg.iov_count     = 1;
-            msg.rma_iov       = &rma;
-            msg.rma_iov_count = 1;
-            msg.datatype      = FI_UINT32;
-            msg.op            = FI_MAX;
-            msg.context       = &rec;
+            struct fi_msg_atomic msg = atomic_msg(&iov, 1, &rma, 1,
+                                                  FI_UINT32, FI_MAX, &rec);
             p = fiatomic_fetch_atomicmsg_nbx(m_conn->ep(), &msg, &resv, 1, 0,
                                              &param);
         } else {
@@ -471,10 +449,7 @@ TEST_P(flags, request_freed_early)
 }
 
 #define FLAGS_INSTANTIATE(_tl, _mem, _strategy) \
-    INSTANTIATE_TEST_SUITE_P(_tl##_##_mem##_##_strategy, flags, \
-                             ::testing::Values(FIATOMIC_TEST_CONFIG( \
-                                     _tl, _mem, _strategy)), \
-                             config_name());
+    FIATOMIC_TEST_INSTANTIATE(flags, _tl, _mem, _strategy)
 FIATOMIC_TEST_FOR_AUTO_CONFIGS(FLAGS_INSTANTIATE)
 FLAGS_INSTANTIATE(posix, user, cas)
 FLAGS_INSTANTIATE(tcp, user, cas)

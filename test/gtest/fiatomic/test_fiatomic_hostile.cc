@@ -166,6 +166,19 @@ protected:
         return fiatomic_rkey_unpack(m_ep, key.data(), key.size(), key_p);
     }
 
+    /* `key` with its header changed by forge() does not unpack. */
+    template <typename F>
+    void expect_refused(const std::vector<uint8_t> &key, F forge,
+                        const char *what)
+    {
+        fiatomic_key_hdr_t hdr = header(key);
+        uint64_t k;
+
+        forge(hdr);
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM, unpack(with_header(key, hdr), &k))
+                << what;
+    }
+
     /* fetch-add 1 on the u64 at addr */
     ucs_status_t fetch_add(uint64_t key, uint64_t addr, uint64_t *old)
     {
@@ -226,7 +239,6 @@ TEST_F(hostile_local, forged_own_context_key)
     alignas(64) uint64_t region[8] = {};
     alignas(8) volatile uint64_t secret = 1000;
     std::vector<uint8_t> key = expose(region, sizeof(region));
-    fiatomic_key_hdr_t hdr   = header(key), forged;
     uint64_t k, old = 0;
 
     /* positive control: the genuine key works */
@@ -236,33 +248,27 @@ TEST_F(hostile_local, forged_own_context_key)
     EXPECT_EQ(1u, region[3]);
     EXPECT_EQ(UCS_OK, fiatomic_rkey_release(m_ep, k));
 
-    forged         = hdr;
-    forged.address = (uintptr_t)&secret;
-    forged.length  = sizeof(secret);
-    EXPECT_EQ(UCS_ERR_INVALID_PARAM, unpack(with_header(key, forged), &k))
-            << "a never-exposed local variable";
-    forged         = hdr;
-    forged.address = 0x1000;
-    forged.length  = 4096;
-    EXPECT_EQ(UCS_ERR_INVALID_PARAM, unpack(with_header(key, forged), &k))
-            << "address 0x1000";
-    forged         = hdr;
-    forged.length += 4096;
-    EXPECT_EQ(UCS_ERR_INVALID_PARAM, unpack(with_header(key, forged), &k))
-            << "the region, widened";
-    forged          = hdr;
-    forged.address += 8;
-    forged.length  -= 8;
-    EXPECT_EQ(UCS_ERR_INVALID_PARAM, unpack(with_header(key, forged), &k))
-            << "the region, shifted";
-    forged        = hdr;
-    forged.token ^= 1;
-    EXPECT_EQ(UCS_ERR_INVALID_PARAM, unpack(with_header(key, forged), &k))
-            << "another token";
-    forged         = hdr;
-    forged.region += 1;
-    EXPECT_EQ(UCS_ERR_INVALID_PARAM, unpack(with_header(key, forged), &k))
-            << "another region index";
+    expect_refused(key, [&](fiatomic_key_hdr_t &h) {
+        h.address = (uintptr_t)&secret;
+        h.length = sizeof(secret);
+    }, "a never-exposed local variable");
+    expect_refused(key, [&](fiatomic_key_hdr_t &h) {
+        h.address = 0x1000;
+        h.length = 4096;
+    }, "address 0x1000");
+    expect_refused(key, [&](fiatomic_key_hdr_t &h) {
+        h.length += 4096;
+    }, "the region, widened");
+    expect_refused(key, [&](fiatomic_key_hdr_t &h) {
+        h.address += 8;
+        h.length -= 8;
+    }, "the region, shifted");
+    expect_refused(key, [&](fiatomic_key_hdr_t &h) {
+        h.token ^= 1;
+    }, "another token");
+    expect_refused(key, [&](fiatomic_key_hdr_t &h) {
+        h.region += 1;
+    }, "another region index");
 
     EXPECT_EQ(1000u, secret);
     EXPECT_EQ(1u, region[3]);
@@ -273,42 +279,35 @@ TEST_F(hostile_local, key_header_fields)
 {
     alignas(64) uint64_t region[8] = {};
     std::vector<uint8_t> key = expose(region, sizeof(region));
-    fiatomic_key_hdr_t hdr   = header(key), bad;
     uint64_t k;
 
-    bad        = hdr;
-    bad.flags |= 0x80000000u;
-    EXPECT_EQ(UCS_ERR_INVALID_PARAM, unpack(with_header(key, bad), &k))
-            << "unknown flag";
-    bad           = hdr;
-    bad.rkey_size += 1;
-    EXPECT_EQ(UCS_ERR_INVALID_PARAM, unpack(with_header(key, bad), &k))
-            << "rkey size larger than the key";
-    bad           = hdr;
-    bad.rkey_size = 0;
-    EXPECT_EQ(UCS_ERR_INVALID_PARAM, unpack(with_header(key, bad), &k))
-            << "rkey size smaller than the key";
-    bad        = hdr;
-    bad.length = 0;
-    EXPECT_EQ(UCS_ERR_INVALID_PARAM, unpack(with_header(key, bad), &k))
-            << "empty range";
-    bad         = hdr;
-    bad.nonce  ^= 1; /* not ours: the range alone is checked */
-    bad.address = UINT64_MAX - 7;
-    bad.length  = 16;
-    EXPECT_EQ(UCS_ERR_INVALID_PARAM, unpack(with_header(key, bad), &k))
-            << "address + length wraps";
-    bad       = hdr;
-    bad.nonce ^= 1;
-    bad.token = 0;
-    EXPECT_EQ(UCS_ERR_INVALID_PARAM, unpack(with_header(key, bad), &k))
-            << "target-side key without a token";
-    bad       = hdr;
-    bad.magic = 0;
-    EXPECT_EQ(UCS_ERR_INVALID_PARAM, unpack(with_header(key, bad), &k))
-            << "magic";
+    expect_refused(key, [&](fiatomic_key_hdr_t &h) {
+        h.flags |= 0x80000000u;
+    }, "unknown flag");
+    expect_refused(key, [&](fiatomic_key_hdr_t &h) {
+        h.rkey_size += 1;
+    }, "rkey size larger than the key");
+    expect_refused(key, [&](fiatomic_key_hdr_t &h) {
+        h.rkey_size = 0;
+    }, "rkey size smaller than the key");
+    expect_refused(key, [&](fiatomic_key_hdr_t &h) {
+        h.length = 0;
+    }, "empty range");
+    expect_refused(key, [&](fiatomic_key_hdr_t &h) {
+        h.nonce ^= 1; /* not ours: the range alone is checked */
+        h.address = UINT64_MAX - 7;
+        h.length = 16;
+    }, "address + length wraps");
+    expect_refused(key, [&](fiatomic_key_hdr_t &h) {
+        h.nonce ^= 1;
+        h.token = 0;
+    }, "target-side key without a token");
+    expect_refused(key, [&](fiatomic_key_hdr_t &h) {
+        h.magic = 0;
+    }, "magic");
     std::vector<uint8_t> shortkey(key.begin(),
-                                  key.begin() + sizeof(hdr) - 1);
+                                  key.begin() +
+                                  sizeof(fiatomic_key_hdr_t) - 1);
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, unpack(shortkey, &k)) << "truncated";
     EXPECT_EQ(0u, region[0]);
 }
@@ -344,17 +343,12 @@ TEST_F(hostile_local, key_after_unexpose)
 /* ------------------------------------------------------------------------ */
 /* A raw client against a target process. */
 
-class hostile_wire : public ::testing::TestWithParam<config> {
+class hostile_wire : public connection_test {
 protected:
-    void SetUp() override
+    void set_up() override
     {
-        std::string skip, error;
+        std::string error;
 
-        m_conn = connection::get(GetParam(), &skip, &error);
-        if (!skip.empty()) {
-            GTEST_SKIP() << skip;
-        }
-        ASSERT_TRUE(m_conn != NULL) << error;
         for (int i = 0; i < FIATOMIC_TEST_REGIONS; ++i) {
             const std::vector<uint8_t> &key = m_conn->tgt().info().key[i];
             ASSERT_GE(key.size(), sizeof(m_hdr[i]));
@@ -369,24 +363,12 @@ protected:
     /* fetch-add u64 of 1 at region r's base + offset */
     std::vector<uint8_t> request(int r, uint64_t offset)
     {
-        fiatomic_wire_req_t req;
         uint64_t one = 1;
-        std::vector<uint8_t> msg(sizeof(req) + sizeof(one));
 
-        memset(&req, 0, sizeof(req));
-        req.magic    = FIATOMIC_WIRE_REQ_MAGIC;
-        req.version  = FIATOMIC_WIRE_VERSION;
-        req.family   = FIATOMIC_FAMILY_FETCH;
-        req.op       = FI_SUM;
-        req.datatype = FI_UINT64;
-        req.count    = 1;
-        req.region   = m_hdr[r].region;
-        req.token    = m_hdr[r].token;
-        req.raddr    = m_hdr[r].address + offset;
-        req.id       = 0x77;
-        memcpy(msg.data(), &req, sizeof(req));
-        memcpy(msg.data() + sizeof(req), &one, sizeof(one));
-        return msg;
+        return wire_message(wire_fetch_sum(FI_UINT64, 1, m_hdr[r].region,
+                                           m_hdr[r].token,
+                                           m_hdr[r].address + offset, 0x77),
+                            &one, sizeof(one));
     }
 
     static std::vector<uint8_t> patch(std::vector<uint8_t> msg,
@@ -400,7 +382,6 @@ protected:
         return msg;
     }
 
-    connection         *m_conn = NULL;
     raw_client         m_client;
     target_snapshot    m_snap;
     fiatomic_key_hdr_t m_hdr[FIATOMIC_TEST_REGIONS];
@@ -483,10 +464,7 @@ TEST_P(hostile_wire, token_guessing_fails)
 }
 
 #define HOSTILE_WIRE_INSTANTIATE(_tl, _mem, _strategy) \
-    INSTANTIATE_TEST_SUITE_P(_tl##_##_mem##_##_strategy, hostile_wire, \
-                             ::testing::Values(FIATOMIC_TEST_CONFIG( \
-                                     _tl, _mem, _strategy)), \
-                             config_name());
+    FIATOMIC_TEST_INSTANTIATE(hostile_wire, _tl, _mem, _strategy)
 
 HOSTILE_WIRE_INSTANTIATE(tcp, user, auto)
 HOSTILE_WIRE_INSTANTIATE(posix, alloc, auto)
@@ -916,10 +894,7 @@ TEST_P(hostile_stale, key_after_unexpose)
 }
 
 #define HOSTILE_STALE_INSTANTIATE(_tl, _mem, _strategy) \
-    INSTANTIATE_TEST_SUITE_P(_tl##_##_mem##_##_strategy, hostile_stale, \
-                             ::testing::Values(FIATOMIC_TEST_CONFIG( \
-                                     _tl, _mem, _strategy)), \
-                             config_name());
+    FIATOMIC_TEST_INSTANTIATE(hostile_stale, _tl, _mem, _strategy)
 
 HOSTILE_STALE_INSTANTIATE(posix, alloc, auto)
 HOSTILE_STALE_INSTANTIATE(posix, alloc, direct)
@@ -1063,21 +1038,10 @@ TEST(hostile_rma, software_rma_of_a_raw_peer)
         }
 
         /* and the target still serves the wire format */
-        fiatomic_wire_req_t req;
         uint64_t one = 1;
-        memset(&req, 0, sizeof(req));
-        req.magic    = FIATOMIC_WIRE_REQ_MAGIC;
-        req.version  = FIATOMIC_WIRE_VERSION;
-        req.family   = FIATOMIC_FAMILY_FETCH;
-        req.op       = FI_SUM;
-        req.datatype = FI_UINT64;
-        req.count    = 1;
-        req.region   = hdr.region;
-        req.token    = hdr.token;
-        req.raddr    = hdr.address;
-        std::vector<uint8_t> msg(sizeof(req) + sizeof(one));
-        memcpy(msg.data(), &req, sizeof(req));
-        memcpy(msg.data() + sizeof(req), &one, sizeof(one));
+        std::vector<uint8_t> msg = wire_message(
+                wire_fetch_sum(FI_UINT64, 1, hdr.region, hdr.token,
+                               hdr.address, 0), &one, sizeof(one));
         ASSERT_TRUE(client.call_raw(msg, &raw, &error)) << what << ": "
                                                         << error;
         fiatomic_wire_reply_t reply;

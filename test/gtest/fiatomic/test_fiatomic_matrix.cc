@@ -596,15 +596,9 @@ ucs_status_ptr_t post_form(connection *conn, const plan &p, form_state &f,
                                                 &param);
         }
     case FORM_MSG: {
-        struct fi_msg_atomic msg;
-        memset(&msg, 0, sizeof(msg));
-        msg.msg_iov       = f.iov.data();
-        msg.iov_count     = f.iov.size();
-        msg.rma_iov       = f.rma_iov.data();
-        msg.rma_iov_count = f.rma_iov.size();
-        msg.datatype      = dt;
-        msg.op            = op;
-        msg.context       = &f;
+        struct fi_msg_atomic msg = atomic_msg(f.iov.data(), f.iov.size(),
+                                              f.rma_iov.data(),
+                                              f.rma_iov.size(), dt, op, &f);
         switch (p.c.family) {
         case FIATOMIC_FAMILY_BASE:
             return fiatomic_atomicmsg_nbx(conn->ep(), &msg, f.flags, &param);
@@ -981,10 +975,7 @@ TEST_P(query, every_combination)
 }
 
 #define QUERY_INSTANTIATE(_tl, _mem, _strategy) \
-    INSTANTIATE_TEST_SUITE_P(_tl##_##_mem##_##_strategy, query, \
-                             ::testing::Values(FIATOMIC_TEST_CONFIG( \
-                                     _tl, _mem, _strategy)), \
-                             config_name());
+    FIATOMIC_TEST_INSTANTIATE(query, _tl, _mem, _strategy)
 FIATOMIC_TEST_FOR_CONFIGS(QUERY_INSTANTIATE)
 FIATOMIC_TEST_FOR_SAFE_CONFIGS(QUERY_INSTANTIATE)
 

@@ -418,10 +418,7 @@ TEST_P(ordering, overlapping_in_program_order)
 }
 
 #define ORDERING_INSTANTIATE(_tl, _mem, _strategy) \
-    INSTANTIATE_TEST_SUITE_P(_tl##_##_mem##_##_strategy, ordering, \
-                             ::testing::Values(FIATOMIC_TEST_CONFIG( \
-                                     _tl, _mem, _strategy)), \
-                             config_name());
+    FIATOMIC_TEST_INSTANTIATE(ordering, _tl, _mem, _strategy)
 FIATOMIC_TEST_FOR_CONFIGS(ORDERING_INSTANTIATE)
 
 } // namespace

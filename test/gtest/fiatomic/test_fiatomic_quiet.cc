@@ -213,14 +213,7 @@ TEST_P(quiet, counter_counts_every_form)
     struct fi_ioc resv[2]     = {{&result[0], 1}, {&result[1], 1}};
     struct fi_ioc cmpv[2]     = {{&cmp[0], 1}, {&cmp[1], 1}};
     struct fi_rma_ioc rma[2]  = {{base, 1, key}, {base + 8, 1, key}};
-    struct fi_msg_atomic msg;
-    memset(&msg, 0, sizeof(msg));
-    msg.msg_iov       = iov;
-    msg.iov_count     = 2;
-    msg.rma_iov       = rma;
-    msg.rma_iov_count = 2;
-    msg.datatype      = FI_UINT64;
-    msg.op            = FI_SUM;
+    struct fi_msg_atomic msg  = atomic_msg(iov, 2, rma, 2, FI_UINT64, FI_SUM);
 
 #define EXPECT_DONE(_call) \
     do { \
@@ -391,10 +384,7 @@ TEST_P(quiet_target, flush_reports_first_error)
 }
 
 #define QUIET_INSTANTIATE(_tl, _mem, _strategy) \
-    INSTANTIATE_TEST_SUITE_P(_tl##_##_mem##_##_strategy, quiet, \
-                             ::testing::Values(FIATOMIC_TEST_CONFIG( \
-                                     _tl, _mem, _strategy)), \
-                             config_name());
+    FIATOMIC_TEST_INSTANTIATE(quiet, _tl, _mem, _strategy)
 QUIET_INSTANTIATE(self, alloc, auto)
 QUIET_INSTANTIATE(self, alloc, direct)
 QUIET_INSTANTIATE(posix, alloc, auto)
@@ -404,10 +394,7 @@ QUIET_INSTANTIATE(tcp, user, cas)
 QUIET_INSTANTIATE(tcp, user, target)
 
 #define QUIET_TARGET_INSTANTIATE(_tl, _mem, _strategy) \
-    INSTANTIATE_TEST_SUITE_P(_tl##_##_mem##_##_strategy, quiet_target, \
-                             ::testing::Values(FIATOMIC_TEST_CONFIG( \
-                                     _tl, _mem, _strategy)), \
-                             config_name());
+    FIATOMIC_TEST_INSTANTIATE(quiet_target, _tl, _mem, _strategy)
 QUIET_TARGET_INSTANTIATE(tcp, user, target)
 QUIET_TARGET_INSTANTIATE(posix, user, target)
 

@@ -541,10 +541,7 @@ TEST_P(threads, counter_read_while_posting)
 }
 
 #define THREADS_INSTANTIATE(_tl, _mem, _strategy) \
-    INSTANTIATE_TEST_SUITE_P(_tl##_##_mem##_##_strategy, threads, \
-                             ::testing::Values(FIATOMIC_TEST_CONFIG( \
-                                     _tl, _mem, _strategy)), \
-                             config_name());
+    FIATOMIC_TEST_INSTANTIATE(threads, _tl, _mem, _strategy)
 THREADS_INSTANTIATE(self, alloc, auto)
 THREADS_INSTANTIATE(self, alloc, native)
 THREADS_INSTANTIATE(self, alloc, cas)

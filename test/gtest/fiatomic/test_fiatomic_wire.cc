@@ -18,18 +18,12 @@ using namespace fiatomic_test;
 
 namespace {
 
-class wire : public ::testing::TestWithParam<config> {
+class wire : public connection_test {
 protected:
-    void SetUp() override
+    void set_up() override
     {
-        std::string skip, error;
+        std::string error;
         fiatomic_key_hdr_t hdr;
-
-        m_conn = connection::get(GetParam(), &skip, &error);
-        if (!skip.empty()) {
-            GTEST_SKIP() << skip;
-        }
-        ASSERT_TRUE(m_conn != NULL) << error;
 
         /* region 0's index and token, from the key the target gave out */
         const std::vector<uint8_t> &key = m_conn->tgt().info().key[0];
@@ -55,20 +49,8 @@ protected:
     /* A well-formed SUM u32 request for `count` elements at `offset`. */
     fiatomic_wire_req_t request(uint64_t offset, uint32_t count)
     {
-        fiatomic_wire_req_t req;
-
-        memset(&req, 0, sizeof(req));
-        req.magic    = FIATOMIC_WIRE_REQ_MAGIC;
-        req.version  = FIATOMIC_WIRE_VERSION;
-        req.family   = FIATOMIC_FAMILY_FETCH;
-        req.op       = FI_SUM;
-        req.datatype = FI_UINT32;
-        req.count    = count;
-        req.region   = m_region;
-        req.token    = m_token;
-        req.raddr    = m_base + offset;
-        req.id       = 0x1234;
-        return req;
+        return wire_fetch_sum(FI_UINT32, count, m_region, m_token,
+                              m_base + offset, 0x1234);
     }
 
     static std::vector<uint8_t> message(const fiatomic_wire_req_t &req,
@@ -120,7 +102,6 @@ protected:
                                         &error)) << error;
     }
 
-    connection      *m_conn = NULL;
     raw_client      m_client;
     target_snapshot m_snap;
     uint32_t        m_region = 0;
@@ -242,10 +223,7 @@ TEST_P(wire, malformed)
 }
 
 #define WIRE_INSTANTIATE(_tl, _mem, _strategy) \
-    INSTANTIATE_TEST_SUITE_P(_tl##_##_mem##_##_strategy, wire, \
-                             ::testing::Values(FIATOMIC_TEST_CONFIG( \
-                                     _tl, _mem, _strategy)), \
-                             config_name());
+    FIATOMIC_TEST_INSTANTIATE(wire, _tl, _mem, _strategy)
 
 WIRE_INSTANTIATE(tcp, user, auto)
 WIRE_INSTANTIATE(tcp, alloc, auto)
