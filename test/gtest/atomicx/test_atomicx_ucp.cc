@@ -40,6 +40,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <functional>
@@ -113,6 +114,21 @@ void count_ucx_log_lines()
     ucx_bad_lines = 0;
 }
 
+/* UCP 1.22's protocol layer (UCX_PROTO_ENABLE=y, its default there) has no
+ * atomic protocol that supports error handling, on any transport (neither
+ * its device atomic protocols nor its software atomics implement abort):
+ * an atomic on an endpoint created with UCP_ERR_HANDLING_MODE_PEER finds no
+ * protocol ("cannot find remote protocol"), is canceled, and the endpoint
+ * fails. Its previous protocol layer (UCX_PROTO_ENABLE=n) still serves such
+ * endpoints, over the same lanes, as UCX 1.13.1 does by default. */
+bool peer_mode_needs_proto_v1()
+{
+    unsigned major, minor, release;
+
+    ucp_get_version(&major, &minor, &release);
+    return (major > 1) || ((major == 1) && (minor >= 22));
+}
+
 /* How a test sets up its pair of processes */
 struct pair_options {
     bool     err_peer = false;  /* UCP_ERR_HANDLING_MODE_PEER endpoints */
@@ -149,6 +165,9 @@ struct ucp_side {
              * trip to the peer again (docs/atomicx.md). Peer failure is
              * still detected by atomicx's RC retries and tcp's sockets. */
             ucp_config_modify(config, "KEEPALIVE_INTERVAL", "inf");
+            if (peer_mode_needs_proto_v1()) {
+                ucp_config_modify(config, "PROTO_ENABLE", "n");
+            }
         }
         /* The interfaces read their configuration when the worker opens
          * them */
@@ -648,6 +667,8 @@ protected:
         }
     }
 
+    void loopback(bool err_peer);
+
     /* The whole test with the given setup: all ops, flushes, no bad line */
     void all_ops(const pair_options &opts)
     {
@@ -776,17 +797,19 @@ TEST_F(atomicx_ucp, worker_flush_with_ops_in_flight_and_pending)
 
 /* A process updating its own memory through its endpoint to itself (what
  * MPI does for a window rank targeting itself): atomicx, no software path */
-TEST_F(atomicx_ucp, loopback_endpoint_to_own_worker)
+void atomicx_ucp::loopback(bool err_peer)
 {
     arm_watchdog();
     phase = "loopback: init";
     ucp_side side;
-    ASSERT_EQ(UCS_OK, side.init());
+    pair_options opts;
+    opts.err_peer = err_peer;
+    ASSERT_EQ(UCS_OK, side.init(opts));
 
     ucp_address_t *addr;
     size_t addr_len;
     ASSERT_EQ(UCS_OK, ucp_worker_get_address(side.worker, &addr, &addr_len));
-    ucs_status_t status = side.create_ep(addr, true);
+    ucs_status_t status = side.create_ep(addr, err_peer);
     ucp_worker_release_address(side.worker, addr);
     ASSERT_EQ(UCS_OK, status);
     phase = "loopback: flush";
@@ -851,5 +874,69 @@ TEST_F(atomicx_ucp, loopback_endpoint_to_own_worker)
     ucp_mem_unmap(side.context, memh);
     side.close();
     EXPECT_EQ(0u, ucx_bad_lines) << "UCX ERROR/WARN lines";
+    alarm(0);
+}
+
+
+TEST_F(atomicx_ucp, loopback_endpoint_to_own_worker)
+{
+    loopback(false);
+}
+
+
+/* The same with an error-handling endpoint (UCP_ERR_HANDLING_MODE_PEER) */
+TEST_F(atomicx_ucp, loopback_endpoint_to_own_worker_err_mode_peer)
+{
+    loopback(true);
+}
+
+
+/* The target process dies (SIGKILL) under an error-handling endpoint: the
+ * initiator's next atomic completes with an error and the endpoint's error
+ * handler is called, both within a bounded time; never a hang. Whichever
+ * lane notices first reports it: atomicx (the target's QP is gone, the
+ * transport retries run out) or tcp (the connection is reset). */
+TEST_F(atomicx_ucp, peer_killed_error_reported)
+{
+    pair_options opts;
+    opts.err_peer = true;
+    pair p;
+    p.start(opts);
+    if (HasFatalFailure()) {
+        return;
+    }
+    p.expect_device_amo_lane();
+
+    phase = "initiator: killing the target";
+    ASSERT_EQ(0, kill(p.pid, SIGKILL));
+    int wstatus;
+    ASSERT_EQ(p.pid, waitpid(p.pid, &wstatus, 0));
+    ASSERT_TRUE(WIFSIGNALED(wstatus));
+
+    /* The op ends (the watchdog bounds a hang), and with an error: the
+     * target's memory and QP are gone with its process */
+    phase = "initiator: atomic towards the dead target";
+    uint64_t reply = 0;
+    ucs_status_t status = p.fetch_add(p.base + 8, 1, &reply);
+    EXPECT_NE(UCS_OK, status) << "an atomic on a dead target succeeded";
+
+    /* The error handler: within 60 s of progress */
+    phase = "initiator: waiting for the error handler";
+    time_t deadline = time(NULL) + 60;
+    while ((p.side.ep_error == UCS_OK) && (time(NULL) < deadline)) {
+        ucp_worker_progress(p.side.worker);
+    }
+    EXPECT_NE(UCS_OK, p.side.ep_error) << "no error handler call in 60 s";
+    printf("atomic: %s, error handler: %s\n", ucs_status_string(status),
+           ucs_status_string(p.side.ep_error));
+
+    /* The endpoint takes no more atomics */
+    phase = "initiator: atomic on the failed endpoint";
+    EXPECT_NE(UCS_OK, p.fetch_add(p.base + 8, 1, &reply));
+
+    phase = "initiator: teardown";
+    ucp_rkey_destroy(p.rkey);
+    p.side.close();
+    ::close(p.fd);
     alarm(0);
 }
