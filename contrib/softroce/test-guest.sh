@@ -110,10 +110,11 @@ perftest_suite() {
     # One-sided (-o): the responder does not progress at all. UCP 1.22's
     # default worker fence is strong (a remote flush of every lane), and the
     # tcp lane's flush waits for the peer to acknowledge when the endpoint
-    # sent an active message since its last flush (wireup's last message can
-    # come after ucx_perftest's set-up flush): the initiator's fence before
-    # its last operation then waits for a peer that never progresses, until
-    # that peer exits and the failed endpoint aborts the next atomic. The
+    # sent an active message since its last flush (wireup's last message
+    # after ucx_perftest's set-up flush, we infer): the initiator's fence
+    # before its last operation then waits (gdb) for a peer that never
+    # progresses, until that peer exits and the failed endpoint aborts the
+    # next atomic. The
     # endpoint-based fence only fences the lanes that carried RMA or atomics
     # (atomicx's own fence, no peer needed). UCX 1.13.1's default fence is
     # the weak one.
