@@ -65,6 +65,7 @@
 #include <ucp/api/ucp.h>
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -608,6 +609,14 @@ const char *fiatomic_strategy_name(fiatomic_strategy_t strategy);
 
 /** ucs_status_t -> -FI_E* (0 for UCS_OK and UCS_INPROGRESS). */
 int fiatomic_status_to_fi_errno(ucs_status_t status);
+
+/**
+ * List the library's environment settings (FIATOMIC_*) on `stream`, as
+ * ucx_info -c lists UCX's: for each a comment with its meaning, syntax and
+ * default, then NAME=value with the value in effect (the environment's,
+ * else the default). fiatomic_info -c prints this.
+ */
+void fiatomic_config_print(FILE *stream);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
 /**
  * The per-worker context: configuration (environment) and the request cache.
  */
+#include "fiatomic_config.h"
 #include "fiatomic_int.h"
 
 #include <ucs/debug/log_def.h>
@@ -32,11 +33,11 @@ FIATOMIC_API const char *fiatomic_strategy_name(fiatomic_strategy_t strategy)
  * is an error at fiatomic_create(), not a silent fallback. */
 static ucs_status_t fiatomic_parse_strategy(fiatomic_strategy_t *strategy_p)
 {
-    const char *value = getenv("FIATOMIC_STRATEGY");
+    const char *value = fiatomic_config_get(FIATOMIC_CONFIG_STRATEGY);
     int i;
 
     *strategy_p = FIATOMIC_STRATEGY_NONE;
-    if ((value == NULL) || (*value == '\0') || !strcasecmp(value, "auto")) {
+    if (!strcasecmp(value, "auto")) {
         return UCS_OK;
     }
 
@@ -79,12 +80,12 @@ static bool fiatomic_parse_seconds(const char *text, double *sec_p)
 }
 
 /* The operation timeout: the parameter, else FIATOMIC_OP_TIMEOUT, else the
- * default. */
+ * default (both from the settings table). */
 static ucs_status_t fiatomic_op_timeout(const fiatomic_params_t *params,
                                         uint64_t *timeout_ns_p)
 {
-    const char *value = getenv("FIATOMIC_OP_TIMEOUT");
-    double sec        = FIATOMIC_OP_TIMEOUT_DEFAULT;
+    const char *value = fiatomic_config_get(FIATOMIC_CONFIG_OP_TIMEOUT);
+    double sec;
 
     if ((params != NULL) &&
         (params->field_mask & FIATOMIC_PARAM_FIELD_OP_TIMEOUT)) {
@@ -92,8 +93,7 @@ static ucs_status_t fiatomic_op_timeout(const fiatomic_params_t *params,
             return UCS_ERR_INVALID_PARAM;
         }
         sec = params->op_timeout;
-    } else if ((value != NULL) && (*value != '\0') &&
-               !fiatomic_parse_seconds(value, &sec)) {
+    } else if (!fiatomic_parse_seconds(value, &sec)) {
         ucs_error("invalid FIATOMIC_OP_TIMEOUT '%s' (expected seconds, "
                   "<n>ms, <n>us or inf)", value);
         return UCS_ERR_INVALID_PARAM;

@@ -473,6 +473,13 @@ fiatomic_strategy_t fiatomic_select_call(fiatomic_ep_h ep,
  *  (fi_query_atomic). */
 bool fiatomic_select_configured(fiatomic_h fia, const fiatomic_cell_t *cell);
 
+/** fiatomic_select() for the key's cache, logged at UCX's debug level (the
+ *  highest one release builds of UCX print): the strategy of each cell of
+ *  each key shows once. */
+fiatomic_strategy_t fiatomic_select_for_key(fiatomic_ep_h ep,
+                                            const fiatomic_rkey_t *key,
+                                            const fiatomic_cell_t *cell);
+
 /** fiatomic_select(), cached in the key: the post path decides with one
  *  lookup. */
 static inline fiatomic_strategy_t
@@ -482,10 +489,20 @@ fiatomic_select_cached(fiatomic_ep_h ep, fiatomic_rkey_t *key,
     uint8_t *cached = &key->strategy[cell->family][cell->op][cell->datatype];
 
     if (ucs_unlikely(*cached == FIATOMIC_STRATEGY_LAST)) {
-        *cached = fiatomic_select(ep, key, cell);
+        *cached = fiatomic_select_for_key(ep, key, cell);
     }
     return (fiatomic_strategy_t)*cached;
 }
+
+/** The strategy a call's elements under one key take, logged at UCX's
+ *  request trace level (UCX_LOG_LEVEL=req), as UCP logs its requests; a
+ *  UCX built with --enable-logging=trace* (or debug) prints it. */
+#define fiatomic_trace_call(_ep, _key, _cell, _count, _strategy) \
+    ucs_trace_req("fiatomic: ep %p key %p %s %s %s x%zu: %s", (_ep), \
+                  (_key), fiatomic_family_name((_cell)->family), \
+                  fiatomic_op_name((_cell)->op), \
+                  fiatomic_datatype_name((_cell)->datatype), \
+                  (size_t)(_count), fiatomic_strategy_name(_strategy))
 
 /** A UCT transport whose atomics are CPU atomics on the target's memory. */
 bool fiatomic_tl_is_cpu(const char *name, size_t len);

@@ -263,6 +263,7 @@ static ucs_status_t fiatomic_call_layout(fiatomic_ep_h ep,
         }
         key      = fiatomic_ep_key_lookup(ep, rma->key);
         strategy = fiatomic_select_call(ep, key, req->cell, req->count);
+        fiatomic_trace_call(ep, key, req->cell, rma->count, strategy);
         if (strategy == FIATOMIC_STRATEGY_NONE) {
             return UCS_ERR_UNSUPPORTED;
         }
@@ -436,6 +437,7 @@ fiatomic_post_plain_locked(fiatomic_ep_h ep, fiatomic_call_t *call)
     cell     = call->cell;
     key      = call->key;
     strategy = fiatomic_select_cached(ep, key, cell);
+    fiatomic_trace_call(ep, key, cell, 1, strategy);
     if (ucs_unlikely(strategy == FIATOMIC_STRATEGY_NONE)) {
         return UCS_STATUS_PTR(UCS_ERR_UNSUPPORTED);
     } else if ((strategy != FIATOMIC_STRATEGY_TARGET) &&

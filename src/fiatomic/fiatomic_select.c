@@ -91,6 +91,24 @@ fiatomic_strategy_t fiatomic_select(fiatomic_ep_h ep,
            FIATOMIC_STRATEGY_NONE;
 }
 
+fiatomic_strategy_t fiatomic_select_for_key(fiatomic_ep_h ep,
+                                            const fiatomic_rkey_t *key,
+                                            const fiatomic_cell_t *cell)
+{
+    fiatomic_strategy_t strategy = fiatomic_select(ep, key, cell);
+
+    ucs_debug("fiatomic: ep %p key %p (%s%s%s) %s %s %s: %s%s", ep, key,
+              key->sw_amo ? "software atomics" : "UCP atomic lane",
+              key->local_base ? ", mapped" : "",
+              key->target_ok ? ", target-side ok" : "",
+              fiatomic_family_name(cell->family), fiatomic_op_name(cell->op),
+              fiatomic_datatype_name(cell->datatype),
+              fiatomic_strategy_name(strategy),
+              (ep->fia->forced != FIATOMIC_STRATEGY_NONE) ?
+              " (FIATOMIC_STRATEGY)" : "");
+    return strategy;
+}
+
 fiatomic_strategy_t fiatomic_select_call(fiatomic_ep_h ep,
                                          fiatomic_rkey_t *key,
                                          const fiatomic_cell_t *cell,

@@ -252,11 +252,14 @@ static void usage(FILE *stream)
 {
     fprintf(stream,
             "Usage: fiatomic_info [--csv [--all]]\n"
+            "       fiatomic_info -c | --config\n"
             "       fiatomic_info --help | --version\n"
             "  Prints which fi_atomic(3) cells libfiatomic executes, and how,\n"
             "  for the UCX configuration in the environment (UCX_TLS, ...)\n"
             "  and FIATOMIC_STRATEGY, between this process and a target\n"
             "  process it starts.\n"
+            "  -c, --config   list libfiatomic's FIATOMIC_* settings (meaning,\n"
+            "                 default, value in effect) and exit\n"
             "  --csv          one line per cell: family,op,datatype,supported,"
             "strategy,needs_target_progress\n"
             "  --all          with --csv, also the (family, op, datatype)\n"
@@ -276,14 +279,15 @@ static void version(void)
 int main(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"csv",  no_argument, NULL, 'c'},
+        {"csv",  no_argument, NULL, 's'},
+        {"config", no_argument, NULL, 'c'},
         {"all",  no_argument, NULL, 'a'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}
     };
     unsigned supported = 0, small_supported = 0;
-    int csv = 0, all = 0, opt, status_code;
+    int csv = 0, all = 0, config = 0, opt, status_code;
     void *address, *key_buf, *base_buf;
     size_t address_len, key_len, base_len;
     ucp_ep_params_t ep_params;
@@ -300,7 +304,8 @@ int main(int argc, char **argv)
 
     while ((opt = getopt_long(argc, argv, "cahV", options, NULL)) != -1) {
         switch (opt) {
-        case 'c': csv = 1; break;
+        case 'c': config = 1; break;
+        case 's': csv = 1; break;
         case 'a': all = 1; break;
         case 'h': usage(stdout); return 0;
         case 'V': version(); return 0;
@@ -316,6 +321,14 @@ int main(int argc, char **argv)
     if (all && !csv) {
         fprintf(stderr, "fiatomic_info: --all needs --csv\n");
         return 2;
+    }
+    if (config && (csv || all)) {
+        fprintf(stderr, "fiatomic_info: --config takes no other option\n");
+        return 2;
+    }
+    if (config) {
+        fiatomic_config_print(stdout);
+        return 0;
     }
 
     signal(SIGPIPE, SIG_IGN);

@@ -6,6 +6,8 @@
 #    option that takes one, and runs a count above libfiatomic's default
 #    max_count;
 #  - fiatomic_info's table names datatypes in full and agrees with its CSV;
+#  - fiatomic_info -c lists every FIATOMIC_* setting (fiatomic(3)'s
+#    ENVIRONMENT) with its meaning, default and value in effect;
 #  - fiatomic_perftest prints a progress line every report interval of a
 #    long run (none with interval 0), and its rate column is the overall one
 #    (1e6 / overall latency).
@@ -116,6 +118,51 @@ max=$(awk -v i="$iters" -v o="$overall" -v t=$interval \
 expect 0 "^Final:" "" -- env UCX_TLS=posix "$perf" -n 200000 --report-interval 0
 [ ! -s "$tmp/err" ] && ok || bad "--report-interval 0 still printed: $(head -2 "$tmp/err")"
 expect 2 "" "invalid report interval '-1'" -- "$perf" --report-interval -1
+
+echo "=== fiatomic_info -c: every FIATOMIC_* setting, default, value ==="
+# the variables fiatomic(3) documents are those listed, each with a meaning,
+# syntax and default; the defaults are the documented ones and the values
+# follow the environment (an invalid one shown as it is); libfiatomic reads
+# no FIATOMIC_* variable outside the table the list comes from.
+src=${top_srcdir:?}
+value()   { grep -E "^$1=" "$2" | cut -d= -f2-; }
+default() { awk -v v="$1" '/^# default: /{d = $3} $0 ~ "^" v "=" {print d}' "$2"; }
+expect 0 "^FIATOMIC_STRATEGY=auto$" "" -- env -u FIATOMIC_STRATEGY \
+    -u FIATOMIC_OP_TIMEOUT "$info" -c
+cp "$tmp/out" "$tmp/config"
+[ -s "$tmp/err" ] && bad "fiatomic_info -c wrote to stderr: $(head -2 "$tmp/err")"
+expect 0 "^FIATOMIC_STRATEGY=" "" -- env -u FIATOMIC_STRATEGY \
+    -u FIATOMIC_OP_TIMEOUT "$info" --config
+cmp -s "$tmp/out" "$tmp/config" && ok || bad "--config differs from -c"
+sed -n '/^\.SH ENVIRONMENT/,/^\.SH [^E]/p' "$src/man/fiatomic.3" |
+    grep -oE '^\.B FIATOMIC_[A-Z_]+' | sed 's/^\.B //' | sort -u > "$tmp/documented"
+grep -oE '^FIATOMIC_[A-Z_]+=' "$tmp/config" | tr -d = | sort > "$tmp/listed"
+[ -s "$tmp/documented" ] && diff "$tmp/documented" "$tmp/listed" > "$tmp/diff" &&
+    [ "$(sort -u "$tmp/listed" | wc -l)" -eq "$(wc -l < "$tmp/listed")" ] && ok ||
+    bad "fiatomic(3) ENVIRONMENT (<) and fiatomic_info -c (>) differ: $(tr '\n' ' ' < "$tmp/diff")"
+awk '/^# syntax: / {syn = 1; next} /^# default: / {def = 1; next}
+     /^# ./ {doc++; next}
+     /^FIATOMIC_[A-Z_]+=/ {if (!syn || !def || !doc) {print; bad = 1}
+                           syn = def = doc = 0; n++}
+     END {exit (bad || n == 0)}' "$tmp/config" && ok ||
+    bad "an entry lacks its meaning, syntax or default"
+hdr_default=$(sed -nE 's/^#define FIATOMIC_OP_TIMEOUT_DEFAULT +([0-9.]+).*/\1/p' \
+              "$src/src/fiatomic/fiatomic.h")
+[ -n "$hdr_default" ] && [ "$(default FIATOMIC_OP_TIMEOUT "$tmp/config")" = "$hdr_default" ] &&
+    [ "$(value FIATOMIC_OP_TIMEOUT "$tmp/config")" = "$hdr_default" ] && ok ||
+    bad "FIATOMIC_OP_TIMEOUT's default is not FIATOMIC_OP_TIMEOUT_DEFAULT ($hdr_default)"
+expect 0 "^FIATOMIC_STRATEGY=cas$" "" -- env FIATOMIC_STRATEGY=cas \
+    FIATOMIC_OP_TIMEOUT=500ms "$info" -c
+[ "$(value FIATOMIC_OP_TIMEOUT "$tmp/out")" = 500ms ] &&
+    [ "$(default FIATOMIC_STRATEGY "$tmp/out")" = auto ] && ok ||
+    bad "FIATOMIC_OP_TIMEOUT=500ms not shown, or the default changed with the value"
+expect 0 "^FIATOMIC_STRATEGY=bogus$" "" -- env FIATOMIC_STRATEGY=bogus "$info" -c
+expect 0 "^FIATOMIC_STRATEGY=auto$" "" -- env FIATOMIC_STRATEGY= "$info" -c
+expect 2 "" "--config takes no other option" -- "$info" -c --csv
+others=$(grep -lE 'getenv|"FIATOMIC_[A-Z_]+"' "$src"/src/fiatomic/*.c |
+         grep -vE '/fiatomic_config\.c$' |
+         xargs -r grep -nE 'getenv\("FIATOMIC_|getenv\([a-z_]+\)|"FIATOMIC_[A-Z_]+"')
+[ -z "$others" ] && ok || bad "FIATOMIC_* read outside fiatomic_config.c: $others"
 
 echo "$checks checks, $([ $fail -eq 0 ] && echo "all passed" || echo "some FAILED")"
 exit $fail

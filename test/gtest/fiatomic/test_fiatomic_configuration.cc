@@ -1,10 +1,15 @@
 /*
  * Configurations the library supports must not log errors, and what the
- * context-level queries report supported there must be what the calls do.
+ * context-level queries report supported there must be what the calls do;
+ * the strategy of each cell and call shows at UCX's trace levels.
  */
 #include "fiatomic_test_env.h"
 
+#include <ucs/config/global_opts.h>
 #include <ucs/debug/log_def.h>
+
+#include <stdarg.h>
+#include <stdio.h>
 
 using namespace fiatomic_test;
 
@@ -62,5 +67,86 @@ INSTANTIATE_TEST_SUITE_P(noam, configuration,
                                            config{"tcp", false, "auto",
                                                   false}),
                          config_name());
+
+/* The library's trace lines, captured (and kept off the output). */
+std::vector<std::pair<ucs_log_level_t, std::string>> traced;
+
+ucs_log_func_rc_t capture_trace(const char *file, unsigned line,
+                                const char *function, ucs_log_level_t level,
+                                const ucs_log_component_config_t *comp_conf,
+                                const char *message, va_list ap)
+{
+    char buf[512];
+    va_list aq;
+
+    if (level < UCS_LOG_LEVEL_DEBUG) {
+        return UCS_LOG_FUNC_RC_CONTINUE;
+    }
+    va_copy(aq, ap);
+    vsnprintf(buf, sizeof(buf), message, aq);
+    va_end(aq);
+    if (strncmp(buf, "fiatomic: ", 10) == 0) {
+        traced.emplace_back(level, buf);
+    }
+    return UCS_LOG_FUNC_RC_STOP;
+}
+
+/* UCX_LOG_LEVEL=debug shows the strategy chosen for a cell of a key once,
+ * and =req the strategy of every call: the one fiatomic_query_cell
+ * reports. (UCX's own handler prints the request level only in a UCX
+ * built with trace logging; the lines reach every log handler.) */
+TEST(strategy_trace, cell_once_call_each)
+{
+    std::string skip, error;
+    fiatomic_cell_info_t info;
+    uint64_t one = 1, old = 0;
+
+    auto conn = connection::create(FIATOMIC_TEST_CONFIG(self, alloc, auto),
+                                   {}, NULL, &skip, &error);
+    if (!skip.empty()) {
+        GTEST_SKIP() << skip;
+    }
+    ASSERT_TRUE(conn != NULL) << error;
+    uint64_t addr = conn->base(0) + 64;
+
+    ucs_log_level_t saved = ucs_global_opts.log_component.log_level;
+    traced.clear();
+    ucs_log_push_handler(capture_trace);
+    ucs_global_opts.log_component.log_level = UCS_LOG_LEVEL_TRACE_REQ;
+    ucs_status_t s1 = conn->wait(fiatomic_fetch_atomic_nbx(
+            conn->ep(), &one, 1, &old, addr, conn->key(0), FI_UINT64,
+            FI_SUM, NULL));
+    ucs_status_t s2 = conn->wait(fiatomic_fetch_atomic_nbx(
+            conn->ep(), &one, 1, &old, addr, conn->key(0), FI_UINT64,
+            FI_SUM, NULL));
+    ucs_global_opts.log_component.log_level = saved;
+    ucs_log_pop_handler();
+    ASSERT_EQ(UCS_OK, s1);
+    ASSERT_EQ(UCS_OK, s2);
+    ASSERT_EQ(0, fiatomic_query_cell(conn->ep(), conn->key(0),
+                                     FIATOMIC_FAMILY_FETCH, FI_UINT64,
+                                     FI_SUM, &info));
+    std::string strategy = fiatomic_strategy_name(info.strategy);
+
+    unsigned cell_lines = 0, call_lines = 0;
+    std::string all;
+    for (auto &t : traced) {
+        all += "\n  " + t.second;
+        if (t.second.find("fetch FI_SUM FI_UINT64") == std::string::npos) {
+            continue;
+        }
+        if (t.first == UCS_LOG_LEVEL_DEBUG) {
+            ++cell_lines;
+            EXPECT_NE(std::string::npos, t.second.find(": " + strategy))
+                    << t.second;
+        } else if (t.first == UCS_LOG_LEVEL_TRACE_REQ) {
+            ++call_lines;
+            EXPECT_NE(std::string::npos, t.second.find(" x1: " + strategy))
+                    << t.second;
+        }
+    }
+    EXPECT_EQ(1u, cell_lines) << "selection lines:" << all;
+    EXPECT_EQ(2u, call_lines) << "call lines:" << all;
+}
 
 } // namespace
