@@ -306,7 +306,6 @@ struct fiatomic_ep {
     ucs_list_link_t   am_pending;      /* target-side messages awaiting a
                                           reply */
     bool              probe_inflight;  /* liveness probe of the target */
-    uint64_t          probe_buf;
     struct {
         uint64_t word_addr;
         uint64_t value;
@@ -376,7 +375,6 @@ struct fiatomic_req {
     bool                     order_native; /* every element native */
     uint8_t                  order_kind;   /* reads / writes */
     size_t                   remaining; /* elements not yet done */
-    size_t                   next;      /* next element to start */
     ucs_status_t             status;
     fiatomic_send_callback_t cb;
     void                     *user_data;

@@ -64,7 +64,6 @@ static fiatomic_req_t *fiatomic_req_alloc(fiatomic_h fia, fiatomic_ep_h ep,
     req->flags     = 0;
     req->count     = count;
     req->remaining = 0;
-    req->next      = 0;
     req->status    = UCS_OK;
     req->cb        = NULL;
     req->user_data = NULL;
