@@ -4,7 +4,7 @@
 # The host has no RDMA hardware and no InfiniBand in its kernel, so we boot
 # Debian's own kernel under qemu, load rdma_rxe on a dummy netdev, and run the
 # script there with the host's root file system visible read-only over
-# virtio-9p (the project's build included). See docs/design.md section 4.
+# virtio-9p (the project's build included). See docs/atomicx.md, "Tests".
 #
 # Usage: run-in-guest.sh <script> [args...]   (see usage() below)
 set -euo pipefail

@@ -17,7 +17,7 @@
 #define FIATOMIC_TCLS_FLOAT   0x2 /* real floating point */
 #define FIATOMIC_TCLS_COMPLEX 0x4 /* complex floating point (unordered) */
 
-/* Op classes (design.md section 1). */
+/* Op classes (docs/fiatomic.md, "Cells and type classes"). */
 #define FIATOMIC_OCLS_BITWISE (FIATOMIC_TCLS_INT)
 #define FIATOMIC_OCLS_ORDERED (FIATOMIC_TCLS_INT | FIATOMIC_TCLS_FLOAT)
 #define FIATOMIC_OCLS_ALL     (FIATOMIC_TCLS_INT | FIATOMIC_TCLS_FLOAT | \

@@ -57,7 +57,8 @@ static const fiatomic_ref_dt_info_t fiatomic_ref_dt_info[] = {
 #endif
 };
 
-/* Which type classes each op accepts (fi_atomic(3) and design.md 1). */
+/* Which type classes each op accepts (fi_atomic(3); docs/fiatomic.md,
+ * "Cells and type classes"). */
 #define FIATOMIC_REF_C_INT     (1u << FIATOMIC_REF_CLASS_INT)
 #define FIATOMIC_REF_C_FLOAT   (1u << FIATOMIC_REF_CLASS_FLOAT)
 #define FIATOMIC_REF_C_COMPLEX (1u << FIATOMIC_REF_CLASS_COMPLEX)

@@ -1,8 +1,9 @@
 /**
  * Element values. Verification draws from small tables chosen to hit the
- * easy-to-get-wrong cases (design.md 1): wrap-around, sign bits, -0.0 vs
- * +0.0, NaN and infinities, complex values with one zero part. The timed
- * loops use operands that keep the target bounded (perf_bench_operand).
+ * easy-to-get-wrong cases (docs/fiatomic.md, "Cells and type classes"):
+ * wrap-around, sign bits, -0.0 vs +0.0, NaN and infinities, complex values
+ * with one zero part. The timed loops use operands that keep the target
+ * bounded (perf_bench_operand).
  */
 #include "perftest.h"
 #include "fiatomic_ref.h"
