@@ -288,7 +288,8 @@ typedef struct fiatomic_ep_params {
 
 enum fiatomic_ep_attr_field {
     FIATOMIC_EP_ATTR_FIELD_MSG_ORDER           = UCS_BIT(0),
-    FIATOMIC_EP_ATTR_FIELD_MSG_ORDER_SUPPORTED = UCS_BIT(1)
+    FIATOMIC_EP_ATTR_FIELD_MSG_ORDER_SUPPORTED = UCS_BIT(1),
+    FIATOMIC_EP_ATTR_FIELD_CAS_STATS           = UCS_BIT(2)
 };
 
 typedef struct fiatomic_ep_attr {
@@ -299,6 +300,15 @@ typedef struct fiatomic_ep_attr {
                                        at creation; none otherwise */
     uint64_t msg_order_supported; /**< the orderings an endpoint can be
                                        asked for */
+    /* FIATOMIC_EP_ATTR_FIELD_CAS_STATS: the CAS-loop strategy's work on
+     * this endpoint since its creation (contention shows as retries) */
+    uint64_t cas_attempts;        /**< compare-and-swaps issued */
+    uint64_t cas_retries;         /**< of them, those that failed because
+                                       the element had changed (the loop
+                                       goes on from the value seen) */
+    uint64_t cas_handoffs;        /**< elements the loop handed to
+                                       target-side execution under
+                                       contention */
 } fiatomic_ep_attr_t;
 
 /**

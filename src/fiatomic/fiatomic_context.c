@@ -79,6 +79,27 @@ static bool fiatomic_parse_seconds(const char *text, double *sec_p)
     return true;
 }
 
+/* FIATOMIC_CAS_HANDOFF=yes|no (default yes): whether a contended CAS-loop
+ * element goes to the target where that is atomic (fiatomic_exec_cas.c);
+ * "no" measures the plain loop. */
+static ucs_status_t fiatomic_parse_cas_handoff(bool *handoff_p)
+{
+    const char *value = getenv("FIATOMIC_CAS_HANDOFF");
+
+    *handoff_p = true;
+    if ((value == NULL) || (*value == '\0') || !strcasecmp(value, "yes") ||
+        !strcmp(value, "1")) {
+        return UCS_OK;
+    }
+    if (!strcasecmp(value, "no") || !strcmp(value, "0")) {
+        *handoff_p = false;
+        return UCS_OK;
+    }
+    ucs_error("invalid FIATOMIC_CAS_HANDOFF '%s' (expected yes or no)",
+              value);
+    return UCS_ERR_INVALID_PARAM;
+}
+
 /* The operation timeout: the parameter, else FIATOMIC_OP_TIMEOUT, else the
  * default (both from the settings table). */
 static ucs_status_t fiatomic_op_timeout(const fiatomic_params_t *params,
@@ -223,6 +244,9 @@ FIATOMIC_API ucs_status_t fiatomic_create(ucp_context_h context,
     }
 
     status = fiatomic_op_timeout(params, &fia->op_timeout_ns);
+    if (status == UCS_OK) {
+        status = fiatomic_parse_cas_handoff(&fia->cas_handoff);
+    }
     if (status != UCS_OK) {
         free(fia);
         return status;

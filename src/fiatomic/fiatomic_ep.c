@@ -777,6 +777,13 @@ FIATOMIC_API ucs_status_t fiatomic_ep_query(fiatomic_ep_h ep,
     if (attr->field_mask & FIATOMIC_EP_ATTR_FIELD_MSG_ORDER_SUPPORTED) {
         attr->msg_order_supported = FIATOMIC_EP_MSG_ORDER_SUPPORTED;
     }
+    if (attr->field_mask & FIATOMIC_EP_ATTR_FIELD_CAS_STATS) {
+        /* counters: a racing thread's increments may be missed, never
+         * torn (aligned 64-bit words) */
+        attr->cas_attempts = ep->cas_attempts;
+        attr->cas_retries  = ep->cas_retries;
+        attr->cas_handoffs = ep->cas_handoffs;
+    }
     return UCS_OK;
 }
 

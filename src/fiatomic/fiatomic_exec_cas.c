@@ -17,6 +17,18 @@
  * New values are always combined from the snapshot the CAS compares
  * against, never from a re-read; the retry compares bits, the user-visible
  * predicate (inside the combine function) compares values.
+ *
+ * Contention: an element whose CAS failed twice (the second one compared
+ * against the value the first one had just read) goes to the target for
+ * execution where that is atomic with UCP's atomics on the word (software
+ * atomics, the target's CPU: fiatomic_select_contention_target). It has not
+ * taken effect yet, so it takes effect exactly once, at the target. One
+ * round trip then replaces a number of failed ones that grows with the
+ * number of contenders. The word is then known contended: the next
+ * FIATOMIC_CAS_CONTENDED_CALLS elements on it go to the target at once (one
+ * round trip each, what the automatic choice gives such cells anyway), then
+ * the loop tries its CAS again, so a word whose contention ended is back to
+ * the CAS after that many elements.
  */
 #include "fiatomic_int.h"
 
@@ -87,6 +99,10 @@ static void fiatomic_cas_remember(fiatomic_elem_t *elem, uint64_t word)
     fiatomic_ep_h ep = elem->req->ep;
     unsigned slot    = fiatomic_cas_guess_slot(elem);
 
+    if ((ep->guess[slot].word_addr != elem->word_addr) ||
+        (ep->guess[slot].word_size != elem->word_size)) {
+        ep->guess[slot].contended = 0; /* another word's */
+    }
     ep->guess[slot].word_addr = elem->word_addr;
     ep->guess[slot].word_size = elem->word_size;
     ep->guess[slot].value     = word & fiatomic_cas_word_mask(elem);
@@ -107,6 +123,45 @@ static void fiatomic_cas_finish(fiatomic_elem_t *elem, uint64_t old,
 
 static void fiatomic_cas_cb(void *request, ucs_status_t status,
                             void *user_data);
+
+/* Failed CASes after which an element goes to the target (when it can) */
+#define FIATOMIC_CAS_HANDOFF_FAILURES 2
+/* Elements on a word that go to the target at once after a hand-off */
+#define FIATOMIC_CAS_CONTENDED_CALLS  64
+
+static unsigned fiatomic_cas_guess_slot(const fiatomic_elem_t *elem);
+
+static void fiatomic_cas_handoff(fiatomic_elem_t *elem)
+{
+    fiatomic_req_t *req = elem->req;
+
+    ++req->ep->cas_handoffs;
+    elem->strategy = FIATOMIC_STRATEGY_TARGET;
+    fiatomic_target_ops.start(req, (size_t)(elem - req->elems), 1);
+}
+
+/* A CAS of the element failed: true when the element was handed to the
+ * target-side strategy (it completes there), false to try again here. */
+static bool fiatomic_cas_contended(fiatomic_elem_t *elem)
+{
+    fiatomic_req_t *req = elem->req;
+    fiatomic_ep_h ep    = req->ep;
+
+    unsigned slot;
+
+    ++ep->cas_retries;
+    if ((++elem->failures < FIATOMIC_CAS_HANDOFF_FAILURES) ||
+        !fiatomic_select_contention_target(ep, elem->key, req->cell)) {
+        return false;
+    }
+    slot = fiatomic_cas_guess_slot(elem);
+    ep->guess[slot].word_addr = elem->word_addr;
+    ep->guess[slot].word_size = elem->word_size;
+    ep->guess[slot].value     = elem->expected;
+    ep->guess[slot].contended = FIATOMIC_CAS_CONTENDED_CALLS;
+    fiatomic_cas_handoff(elem);
+    return true;
+}
 
 /*
  * Issue CAS attempts until one is in flight or the element is done. Called
@@ -134,6 +189,7 @@ static void fiatomic_cas_issue(fiatomic_elem_t *elem)
         }
 
         elem->reply = new_word; /* in: the new word; out: the old one */
+        ++ep->cas_attempts;
         sptr = fiatomic_ucp_amo(elem, UCP_ATOMIC_OP_CSWAP, &elem->expected,
                                 elem->word_size, elem->word_addr, &elem->reply,
                                 fiatomic_cas_cb);
@@ -152,6 +208,9 @@ static void fiatomic_cas_issue(fiatomic_elem_t *elem)
         }
         elem->expected = elem->reply & wmask;
         elem->observed = true;
+        if (fiatomic_cas_contended(elem)) {
+            return;
+        }
     }
 }
 
@@ -179,7 +238,9 @@ static void fiatomic_cas_cb(void *request, ucs_status_t status,
     } else {
         elem->expected = old;
         elem->observed = true;
-        fiatomic_cas_issue(elem);
+        if (!fiatomic_cas_contended(elem)) {
+            fiatomic_cas_issue(elem);
+        }
     }
     fiatomic_ep_inflight_remove(ep); /* last: may free a destroyed ep */
     fiatomic_leave(fia, locked);
@@ -199,11 +260,21 @@ static size_t fiatomic_cas_start(fiatomic_req_t *req, size_t first,
     elem->word_addr = elem->raddr & ~(uint64_t)(elem->word_size - 1);
     elem->shift     = (unsigned)(elem->raddr - elem->word_addr) * 8;
     elem->observed  = false;
+    elem->failures  = 0;
 
-    slot           = fiatomic_cas_guess_slot(elem);
-    elem->expected = ((ep->guess[slot].word_addr == elem->word_addr) &&
-                      (ep->guess[slot].word_size == elem->word_size)) ?
-                     ep->guess[slot].value : 0;
+    slot = fiatomic_cas_guess_slot(elem);
+    if ((ep->guess[slot].word_addr == elem->word_addr) &&
+        (ep->guess[slot].word_size == elem->word_size)) {
+        if ((ep->guess[slot].contended > 0) &&
+            fiatomic_select_contention_target(ep, elem->key, req->cell)) {
+            --ep->guess[slot].contended; /* contended lately: no CAS */
+            fiatomic_cas_handoff(elem);
+            return 1;
+        }
+        elem->expected = ep->guess[slot].value;
+    } else {
+        elem->expected = 0;
+    }
     fiatomic_cas_issue(elem);
     return 1;
 }

@@ -165,6 +165,7 @@ struct fiatomic_context {
     uint64_t            op_timeout_ns; /* target-side operations;
                                           UINT64_MAX: none */
     fiatomic_strategy_t forced;     /* NONE = auto */
+    bool                cas_handoff; /* FIATOMIC_CAS_HANDOFF */
     /* What endpoints of this context can be (its UCP transports): for
      * fi_query_atomic, which cannot know the endpoint */
     bool                tl_cpu_amo; /* a transport with CPU atomics (shm,
@@ -306,10 +307,15 @@ struct fiatomic_ep {
     ucs_list_link_t   am_pending;      /* target-side messages awaiting a
                                           reply */
     bool              probe_inflight;  /* liveness probe of the target */
+    uint64_t          cas_attempts;    /* CAS-loop counters (fiatomic_ep_query) */
+    uint64_t          cas_retries;
+    uint64_t          cas_handoffs;
     struct {
         uint64_t word_addr;
         uint64_t value;
         unsigned word_size;
+        unsigned contended; /* elements on the word that still go to the
+                               target at once (fiatomic_exec_cas.c) */
     }                 guess[FIATOMIC_GUESS_SLOTS]; /* last value seen per
                                           word, the first CAS's expectation */
 };
@@ -358,6 +364,7 @@ typedef struct fiatomic_elem {
     uint64_t            expected;   /* value the CAS compares against */
     uint64_t            reply;      /* UCP reply buffer */
     bool                observed;   /* expected was read from the target */
+    uint8_t             failures;   /* CASes of this element that failed */
 } fiatomic_elem_t;
 
 struct fiatomic_req {
@@ -463,6 +470,11 @@ fiatomic_strategy_t fiatomic_select(fiatomic_ep_h ep,
                                     const fiatomic_cell_t *cell);
 /** The strategy of a call's `count` elements under one key (an array may
  *  take another strategy than one element, never a less capable one). */
+/** A CAS-loop element on this key may go to the target under contention:
+ *  target-side execution is atomic with UCP's own atomics there. */
+bool fiatomic_select_contention_target(fiatomic_ep_h ep,
+                                       const fiatomic_rkey_t *key,
+                                       const fiatomic_cell_t *cell);
 fiatomic_strategy_t fiatomic_select_call(fiatomic_ep_h ep,
                                          fiatomic_rkey_t *key,
                                          const fiatomic_cell_t *cell,

@@ -109,6 +109,28 @@ fiatomic_strategy_t fiatomic_select_for_key(fiatomic_ep_h ep,
     return strategy;
 }
 
+/*
+ * Under contention a CAS loop over software atomics (tcp) pays a network
+ * round trip per failed attempt, and the target's CPU serves every one of
+ * them: with many initiators on one word the retries take the target's
+ * time from the operations that succeed, and the aggregate rate falls below
+ * that of two initiators. Where UCP's atomics on the key are executed by the
+ * target's CPU anyway, target-side execution is atomic with them and with
+ * every CAS (the same CPU, one atomic instruction per element) and costs one
+ * round trip that cannot fail: the loop hands a contended element over
+ * (fiatomic_exec_cas.c). Never on a device's atomics (the target's CPU is
+ * not atomic with the NIC) nor where UCP's atomics are CPU atomics on
+ * memory the initiator maps (a failed CAS there costs a cache miss, not a
+ * round trip).
+ */
+bool fiatomic_select_contention_target(fiatomic_ep_h ep,
+                                       const fiatomic_rkey_t *key,
+                                       const fiatomic_cell_t *cell)
+{
+    return ep->fia->cas_handoff && key->sw_amo && (key->rkey != NULL) &&
+           fiatomic_select_usable(FIATOMIC_STRATEGY_TARGET, ep, key, cell);
+}
+
 fiatomic_strategy_t fiatomic_select_call(fiatomic_ep_h ep,
                                          fiatomic_rkey_t *key,
                                          const fiatomic_cell_t *cell,
