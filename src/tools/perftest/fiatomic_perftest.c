@@ -35,7 +35,12 @@ enum {
     PERF_OPT_PIN,
     PERF_OPT_GOALS,
     PERF_OPT_PROGRESS,
-    PERF_OPT_REPORT_INTERVAL
+    PERF_OPT_REPORT_INTERVAL,
+    PERF_OPT_SCALE,
+    PERF_OPT_INITIATORS,
+    PERF_OPT_ELEMENTS,
+    PERF_OPT_SECONDS,
+    PERF_OPT_SCALE_INITIATOR
 };
 
 static void usage(void)
@@ -60,6 +65,8 @@ static void usage(void)
 "  -n, --iters N       timed calls (default 10000)\n"
 "  -w, --warmup N      untimed calls first (default 1000)\n"
 "  --strategy S        set FIATOMIC_STRATEGY=auto|native|cas|direct|target\n"
+"                      (--scale: a comma-separated list is given to the\n"
+"                      initiators in turn, e.g. cas,target,native)\n"
 "  --baseline ucp      also time raw ucp_atomic_op_nbx (cells UCP has)\n"
 "  --baseline libfabric  also time libfabric's shm or tcp;ofi_rxm\n"
 "  --ordered           also time the cell on an endpoint with same-address\n"
@@ -74,6 +81,13 @@ static void usage(void)
 "  --transports LIST   matrix/goals transports (default posix,tcp); join\n"
 "                      several into one UCX_TLS with '+': atomicx+tcp\n"
 "  --goals             measure and judge the performance goals\n"
+"  --scale             N initiator processes on one target, the same\n"
+"                      elements and disjoint ones: aggregate and\n"
+"                      per-initiator rates, Jain's fairness, CAS retries,\n"
+"                      final values checked against the reference model\n"
+"  --initiators LIST   --scale sweep (default 1,2,4,8,16; each 1 to %d)\n"
+"  --elements E        --scale: same | disjoint | both (default both)\n"
+"  --seconds S         --scale: timed span of each point (default 1)\n"
 "\n"
 "Output:\n"
 "  --csv               CSV instead of tables\n"
@@ -84,7 +98,7 @@ static void usage(void)
 "  --report-interval S a progress line on stderr every S seconds of a long\n"
 "                      measurement (default 1; 0: none)\n"
 "See fiatomic_perftest(1).\n",
-    PERF_DEFAULT_PORT, FIATOMIC_MAX_COUNT_LIMIT);
+    PERF_DEFAULT_PORT, FIATOMIC_MAX_COUNT_LIMIT, PERF_SCALE_MAX_INITIATORS);
 }
 
 static void version(void)
@@ -193,6 +207,71 @@ static int perf_parse_list(char *arg, perf_opts_t *o)
     return o->num_transports ? 0 : -1;
 }
 
+/* "cas" or, for --scale, "cas,target,native": one per initiator in turn.
+ * A single name also goes to FIATOMIC_STRATEGY of every process. */
+static int perf_parse_strategies(char *arg, perf_opts_t *o)
+{
+    static const char *const names[] = {"auto", "native", "cas", "direct",
+                                        "target"};
+    char *tok, *save = NULL;
+    unsigned i;
+
+    o->num_scale_strategies = 0;
+    for (tok = strtok_r(arg, ",", &save); tok != NULL;
+         tok = strtok_r(NULL, ",", &save)) {
+        for (i = 0; i < sizeof(names) / sizeof(names[0]); ++i) {
+            if (!strcasecmp(tok, names[i])) {
+                break;
+            }
+        }
+        if (i == sizeof(names) / sizeof(names[0])) {
+            perf_bad_value("strategy", tok,
+                           "auto, native, cas, direct or target (--scale: "
+                           "a comma-separated list)");
+            return -1;
+        }
+        if (o->num_scale_strategies == PERF_SCALE_MAX_STRATEGIES) {
+            perf_bad_value("strategy list", tok, "at most 8 strategies");
+            return -1;
+        }
+        o->scale_strategies[o->num_scale_strategies++] = tok;
+    }
+    if (o->num_scale_strategies == 0) {
+        perf_bad_value("strategy", arg, "auto, native, cas, direct or "
+                       "target");
+        return -1;
+    }
+    o->strategy = (o->num_scale_strategies == 1) ? o->scale_strategies[0] :
+                  NULL;
+    return 0;
+}
+
+/* "1,2,4,8,16" */
+static int perf_parse_initiators(char *arg, perf_opts_t *o)
+{
+    char expected[96], *tok, *save = NULL;
+    unsigned long long num;
+
+    snprintf(expected, sizeof(expected), "a comma-separated list of at "
+             "most %d counts", PERF_SCALE_MAX_POINTS);
+    o->num_scale_counts = 0;
+    for (tok = strtok_r(arg, ",", &save); tok != NULL;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (perf_parse_number("initiator count", tok, 1,
+                              PERF_SCALE_MAX_INITIATORS, &num)) {
+            return -1;
+        }
+        if (o->num_scale_counts == PERF_SCALE_MAX_POINTS) {
+            return perf_bad_value("initiator list", tok, expected);
+        }
+        o->scale_counts[o->num_scale_counts++] = (unsigned)num;
+    }
+    if (o->num_scale_counts == 0) {
+        return perf_bad_value("initiator list", arg, expected);
+    }
+    return 0;
+}
+
 static void perf_pin(int cpu)
 {
     cpu_set_t set;
@@ -257,12 +336,19 @@ int main(int argc, char **argv)
         {"progress",     no_argument,       NULL, PERF_OPT_PROGRESS},
         {"report-interval", required_argument, NULL,
          PERF_OPT_REPORT_INTERVAL},
+        {"scale",        no_argument,       NULL, PERF_OPT_SCALE},
+        {"initiators",   required_argument, NULL, PERF_OPT_INITIATORS},
+        {"elements",     required_argument, NULL, PERF_OPT_ELEMENTS},
+        {"seconds",      required_argument, NULL, PERF_OPT_SECONDS},
+        {"scale-initiator", required_argument, NULL,
+         PERF_OPT_SCALE_INITIATOR},
         {NULL, 0, NULL, 0}
     };
     char default_tls[] = "posix,tcp";
     char self_exe[4096];
     ssize_t len;
     int server = 0, serve_fd = -1, matrix = 0, goals = 0, verify = -1;
+    int scale = 0, scale_fd = -1;
     unsigned long long num;
     char names[512], extra, *end;
     double seconds;
@@ -282,6 +368,15 @@ int main(int argc, char **argv)
     o.cpu_client           = -1;
     o.cpu_server           = -1;
     o.self_exe             = "/proc/self/exe";
+    o.scale_same           = 1;
+    o.scale_disjoint       = 1;
+    o.scale_seconds        = 1.0;
+    o.num_scale_counts     = 5;
+    o.scale_counts[0]      = 1;
+    o.scale_counts[1]      = 2;
+    o.scale_counts[2]      = 4;
+    o.scale_counts[3]      = 8;
+    o.scale_counts[4]      = 16;
     /* the real path, so that valgrind (which virtualizes this readlink)
      * follows the target process too */
     len = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
@@ -374,15 +469,38 @@ int main(int argc, char **argv)
             }
             break;
         case PERF_OPT_STRATEGY:
-            if (strcasecmp(optarg, "auto") && strcasecmp(optarg, "native") &&
-                strcasecmp(optarg, "cas") && strcasecmp(optarg, "direct") &&
-                strcasecmp(optarg, "target")) {
-                perf_bad_value("strategy", optarg,
-                               "auto, native, cas, direct or target");
+            if (perf_parse_strategies(optarg, &o)) {
                 return 2;
             }
-            o.strategy = optarg;
             break;
+        case PERF_OPT_SCALE: scale = 1; break;
+        case PERF_OPT_INITIATORS:
+            if (perf_parse_initiators(optarg, &o)) {
+                return 2;
+            }
+            break;
+        case PERF_OPT_ELEMENTS:
+            o.scale_same     = !strcasecmp(optarg, "same") ||
+                               !strcasecmp(optarg, "both");
+            o.scale_disjoint = !strcasecmp(optarg, "disjoint") ||
+                               !strcasecmp(optarg, "both");
+            if (!o.scale_same && !o.scale_disjoint) {
+                perf_bad_value("element layout", optarg,
+                               "same, disjoint or both");
+                return 2;
+            }
+            break;
+        case PERF_OPT_SECONDS:
+            seconds = strtod(optarg, &end);
+            if ((end == optarg) || (*end != '\0') || !(seconds >= 0.01) ||
+                (seconds > 3600)) {
+                perf_bad_value("timed span", optarg,
+                               "seconds from 0.01 to 3600");
+                return 2;
+            }
+            o.scale_seconds = seconds;
+            break;
+        case PERF_OPT_SCALE_INITIATOR: scale_fd = atoi(optarg); break;
         case PERF_OPT_VERIFY: verify = 1; break;
         case PERF_OPT_ORDERED: o.ordered = 1; break;
         case PERF_OPT_NO_VERIFY: verify = 0; break;
@@ -439,6 +557,9 @@ int main(int argc, char **argv)
         }
     }
 
+    if (scale_fd >= 0) { /* an initiator of a scaling run */
+        return perf_scale_initiator_main(scale_fd);
+    }
     if (serve_fd >= 0) { /* the target of a loopback run */
         perf_pin(o.cpu_server);
         return perf_server_run(serve_fd);
@@ -462,6 +583,22 @@ int main(int argc, char **argv)
     if (optind < argc) {
         o.host = argv[optind];
     }
+    if ((o.num_scale_strategies > 1) && !scale) {
+        fprintf(stderr, PERF_NAME ": a list of strategies is for --scale "
+                "(one per initiator)\nTry '" PERF_NAME " --help'.\n");
+        return 2;
+    }
+    if (scale && (o.params.window > PERF_SCALE_MAX_WINDOW)) {
+        fprintf(stderr, PERF_NAME ": invalid window '%u' for --scale: "
+                "expected 1 to %d\n", o.params.window,
+                PERF_SCALE_MAX_WINDOW);
+        return 2;
+    }
+    if (scale && (goals || matrix)) {
+        fprintf(stderr, PERF_NAME ": --scale, --matrix and --goals are "
+                "separate modes\nTry '" PERF_NAME " --help'.\n");
+        return 2;
+    }
     if (o.strategy != NULL) {
         setenv("FIATOMIC_STRATEGY", o.strategy, 1);
     }
@@ -474,7 +611,9 @@ int main(int argc, char **argv)
     perf_time_init();
     o.verify = (verify >= 0) ? verify : matrix;
 
-    if (goals) {
+    if (scale) {
+        ret = perf_scale_run(&o);
+    } else if (goals) {
         ret = perf_goals_run(&o);
     } else if (matrix) {
         ret = perf_matrix_run(&o);

@@ -141,6 +141,13 @@ typedef struct perf_session {
     fiatomic_ep_h ep_ordered;   /* --ordered: same ucp_ep, same-address
                                    ordering; NULL until asked for */
     uint64_t      key_ordered;  /* its key */
+    void          *address_buf; /* the target's worker address */
+    size_t        address_len;
+    void          *ucp_rkey_buf; /* its packed UCP key (baseline region) */
+    size_t        ucp_rkey_len;
+    int           no_reset;     /* the drivers leave target memory as it
+                                   is (a scaling initiator: the coordinator
+                                   prepared it) */
 } perf_session_t;
 
 /** Loopback: start a target process with this environment and connect.
@@ -150,6 +157,12 @@ int perf_session_loopback(perf_session_t *s, const char *self_exe,
 /** Connect to a running `fiatomic_perftest --server`. */
 int perf_session_connect(perf_session_t *s, const char *host, int port);
 void perf_session_close(perf_session_t *s);
+/** The UCX half of perf_session_close(): endpoints, keys, node; the control
+ *  channel stays open. */
+void perf_session_teardown(perf_session_t *s);
+/** Bootstrap (worker address and keys, as a target sends them) from a
+ *  connected fd that stays the caller's: a scaling initiator. */
+int perf_session_attach(perf_session_t *s, int fd);
 /** Open (once) a second fiatomic endpoint over the session's ucp_ep with
  *  every same-address atomic ordering, and swap it with s->ep/s->key
  *  (called again: swap back). */
@@ -249,6 +262,7 @@ double perf_time_to_us(uint64_t ticks);
 
 /** Seconds between progress lines of a long measurement; 0: none. */
 void perf_measure_report_interval(double seconds);
+double perf_measure_report_seconds(void);
 /** Run warm-up and iterations; 0 or -1 (error printed). */
 int perf_measure(perf_driver_t *drv, const perf_params_t *p,
                  perf_result_t *res);
@@ -258,6 +272,52 @@ int perf_measure(perf_driver_t *drv, const perf_params_t *p,
 /* Options (fiatomic_perftest.c) and modes                                   */
 
 #define PERF_MAX_TRANSPORTS 8
+#define PERF_SCALE_MAX_POINTS      16
+#define PERF_SCALE_MAX_STRATEGIES  8
+#define PERF_SCALE_MAX_INITIATORS  64
+#define PERF_SCALE_MAX_WINDOW      64
+
+/* What a scaling run's coordinator tells each initiator (after the five
+ * bootstrap blobs of a target, whose base is that of the initiator's
+ * elements). */
+typedef struct perf_scale_task {
+    perf_cell_t cell;
+    uint64_t    count;
+    uint32_t    window;
+    uint32_t    index;          /* initiator number, from 0 */
+    uint64_t    warmup;         /* calls before the timed span */
+    double      report_us;      /* progress messages; 0: none */
+    char        strategy[16];   /* FIATOMIC_STRATEGY; "" = inherited */
+} perf_scale_task_t;
+
+enum {
+    PERF_SCALE_READY = 1,  /* initiator -> coordinator: set up, warmed up */
+    PERF_SCALE_PROGRESS,   /* calls so far */
+    PERF_SCALE_DONE,       /* the timed span ended; counts final */
+    PERF_SCALE_FAILED      /* error[] says why */
+};
+
+/* The coordinator's start signal: CLOCK_MONOTONIC nanoseconds. */
+typedef struct perf_scale_go {
+    uint64_t start_ns;
+    uint64_t end_ns;
+} perf_scale_go_t;
+
+/* Initiator -> coordinator, always whole. */
+typedef struct perf_scale_msg {
+    uint32_t type;
+    int32_t  strategy;          /* fiatomic_strategy_t of the cell here */
+    uint64_t calls;             /* completed in the timed span */
+    uint64_t slot_calls[PERF_SCALE_MAX_WINDOW]; /* every call that took
+                                   effect per slot, warm-up included */
+    uint64_t cas_attempts;      /* timed span only */
+    uint64_t cas_retries;
+    uint64_t cas_handoffs;
+    double   seconds;           /* the timed span as measured here */
+    char     error[160];
+} perf_scale_msg_t;
+
+uint64_t perf_scale_clock_ns(void);
 
 typedef enum {
     PERF_FMT_TEXT,
@@ -281,6 +341,16 @@ typedef struct perf_opts {
     int           cpu_server;
     int           progress;       /* progress lines on stderr */
     const char    *self_exe;
+    /* scaling mode (perftest_scale.c) */
+    unsigned      scale_counts[PERF_SCALE_MAX_POINTS]; /* initiators */
+    unsigned      num_scale_counts;
+    int           scale_same;     /* every initiator on the same elements */
+    int           scale_disjoint; /* each on its own elements */
+    double        scale_seconds;  /* timed span of each point */
+    char          *scale_strategies[PERF_SCALE_MAX_STRATEGIES]; /* per
+                                     initiator, round robin; none: as the
+                                     environment says */
+    unsigned      num_scale_strategies;
 } perf_opts_t;
 
 /* perftest_single.c: one cell, ucx_perftest style */
@@ -290,6 +360,12 @@ int perf_single_run(const perf_opts_t *o);
 int perf_matrix_run(const perf_opts_t *o);
 /* perftest_goals.c: the performance goals, measured and judged */
 int perf_goals_run(const perf_opts_t *o);
+/* perftest_scale.c: N initiator processes on one target; returns the number
+ * of failed points (lost updates, errors) or -1 on a setup error */
+int perf_scale_run(const perf_opts_t *o);
+/* perftest_scale_initiator.c: one initiator of a scaling run, driven over
+ * the connected fd by perf_scale_run() (exit status) */
+int perf_scale_initiator_main(int fd);
 
 /** Start a session as the options say (loopback or client). */
 int perf_session_open(perf_session_t *s, const perf_opts_t *o);

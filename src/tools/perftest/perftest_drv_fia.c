@@ -103,8 +103,8 @@ int perf_drv_fia_init(perf_driver_t *drv, perf_session_t *s,
     /* every measurement starts from targets at 0 (perf_bench_operand) */
     zero = calloc(1, d->slots.stride * p->window);
     if ((zero == NULL) ||
-        perf_session_write(s, PERF_REGION_FIATOMIC, 0, zero,
-                           d->slots.stride * p->window)) {
+        (!s->no_reset && perf_session_write(s, PERF_REGION_FIATOMIC, 0, zero,
+                           d->slots.stride * p->window))) {
         free(zero);
         perf_drv_fia_cleanup(d);
         return -1;

@@ -39,6 +39,11 @@ void perf_measure_report_interval(double seconds)
     perf_report_us = seconds * 1e6;
 }
 
+double perf_measure_report_seconds(void)
+{
+    return perf_report_us / 1e6;
+}
+
 typedef struct {
     uint64_t *samples;
     size_t   num;

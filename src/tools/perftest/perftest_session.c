@@ -65,10 +65,16 @@ static int perf_session_bootstrap(perf_session_t *s)
         goto err_node; /* a failed setup ends the process anyway */
     }
 
-    s->key_buf = key; /* for an ordered endpoint later */
-    s->key_len = key_len;
-    key        = NULL;
-    ret        = 0;
+    s->key_buf     = key; /* for an ordered endpoint later */
+    s->key_len     = key_len;
+    s->address_buf = address; /* for the initiators of a scaling run */
+    s->address_len = address_len;
+    s->ucp_rkey_buf = rkey;
+    s->ucp_rkey_len = rkey_len;
+    key            = NULL;
+    address        = NULL;
+    rkey           = NULL;
+    ret            = 0;
     goto out;
 
 err_node:
@@ -161,6 +167,13 @@ int perf_session_connect(perf_session_t *s, const char *host, int port)
     return 0;
 }
 
+int perf_session_attach(perf_session_t *s, int fd)
+{
+    perf_session_defaults(s);
+    s->ctl_fd = fd;
+    return perf_session_bootstrap(s);
+}
+
 static int perf_session_command(perf_session_t *s, uint32_t cmd,
                                 perf_region_t region, uint64_t offset,
                                 const void *payload, size_t len)
@@ -246,11 +259,10 @@ static void perf_session_ucp_flush(perf_session_t *s)
     ucp_request_free(sptr);
 }
 
-void perf_session_close(perf_session_t *s)
+void perf_session_teardown(perf_session_t *s)
 {
     ucp_request_param_t param;
     ucs_status_ptr_t sptr;
-    int status_code;
 
     perf_drv_ofi_close(s);
     (void)perf_session_flush(s);
@@ -264,6 +276,8 @@ void perf_session_close(perf_session_t *s)
         fiatomic_ep_destroy(s->ep_ordered);
     }
     free(s->key_buf);
+    free(s->address_buf);
+    free(s->ucp_rkey_buf);
     ucp_rkey_destroy(s->ucp_rkey);
 
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
@@ -277,7 +291,13 @@ void perf_session_close(perf_session_t *s)
         ucp_request_free(sptr);
     }
     perf_node_cleanup(&s->node);
+}
 
+void perf_session_close(perf_session_t *s)
+{
+    int status_code;
+
+    perf_session_teardown(s);
     (void)perf_session_command(s, PERF_CMD_QUIT, 0, 0, NULL, 0);
     close(s->ctl_fd);
     if ((s->server_pid > 0) &&
