@@ -363,6 +363,19 @@ int perf_goals_run(const perf_opts_t *o);
 /* perftest_scale.c: N initiator processes on one target; returns the number
  * of failed points (lost updates, errors) or -1 on a setup error */
 int perf_scale_run(const perf_opts_t *o);
+typedef struct perf_scale_summary {
+    double aggregate;          /* calls per second, all initiators */
+    double jain;
+    double retries_per_call;
+    double handoffs_per_call;
+    int    check;              /* final values: 1 ok, 0 FAIL */
+    int    oversubscribed;     /* more processes than CPUs */
+    char   msg[512];
+} perf_scale_summary_t;
+/** One point (n initiators, same or disjoint elements) of o's cell and
+ *  strategies on an open session; -1 with sum->msg when it failed. */
+int perf_scale_once(const perf_opts_t *o, perf_session_t *s, unsigned n,
+                    int same, perf_scale_summary_t *sum);
 /* perftest_scale_initiator.c: one initiator of a scaling run, driven over
  * the connected fd by perf_scale_run() (exit status) */
 int perf_scale_initiator_main(int fd);

@@ -526,6 +526,52 @@ static void perf_goal_memory(perf_goals_t *g, size_t calls,
                   (1 << 20), 1, 1.0, "");
 }
 
+/* contended-cas-rate-14-vs-2: tcp, initiators running the CAS loop on one
+ * word: the aggregate rate of 14 must not fall below that of 2 (a failed
+ * CAS costs a round trip there). Best of 2 interleaved rounds: a stall
+ * only lowers a rate. */
+static void perf_goal_contention(perf_goals_t *g)
+{
+    static const unsigned counts[2] = {2, 14};
+    perf_scale_summary_t sum;
+    perf_opts_t o = *g->o;
+    double best[2] = {0, 0}, retries = 0, handoffs = 0;
+    char detail[160];
+    int over = 0, lost = 0;
+    unsigned r, i;
+
+    o.params.cell             = perf_goal_fadd;
+    o.params.count            = 1;
+    o.params.window           = 1;
+    o.params.warmup           = 200;
+    o.scale_seconds           = 1.0;
+    o.num_scale_strategies    = 1;
+    o.scale_strategies[0]     = (char*)"cas";
+    for (r = 0; r < 2; ++r) {
+        for (i = 0; i < 2; ++i) {
+            if (perf_scale_once(&o, g->s, counts[i], 1, &sum)) {
+                printf("GOAL %-27s %-6s cannot measure: %s\n",
+                       "contended-cas-rate-14-vs-2", g->tl, sum.msg);
+                return;
+            }
+            best[i] = (sum.aggregate > best[i]) ? sum.aggregate : best[i];
+            lost   |= !sum.check;
+            if (i == 1) {
+                over     |= sum.oversubscribed;
+                retries  += sum.retries_per_call / 2;
+                handoffs += sum.handoffs_per_call / 2;
+            }
+        }
+    }
+    snprintf(detail, sizeof(detail), "2: %.0f/s, 14: %.0f/s; at 14 %.2f "
+             "failed CAS + %.2f hand-offs per call%s%s", best[0], best[1],
+             retries, handoffs, over ? "; oversubscribed: 15 processes on "
+             "fewer CPUs" : "", lost ? "; FINAL VALUE WRONG" : "");
+    perf_goal_add(g, "contended-cas-rate-14-vs-2",
+                  "CAS loop, 1 word: rate of 14 initiators / 2",
+                  lost ? 0 : best[1] / best[0], 0, 1.0, detail);
+}
+
 static int perf_goals_transport(const perf_opts_t *o, const char *tl,
                                 perf_goals_t *g)
 {
@@ -559,6 +605,7 @@ static int perf_goals_transport(const perf_opts_t *o, const char *tl,
         perf_goal_tcp(g);
         perf_goal_array(g);
         perf_goal_memory(g, 200000, &cswap_lt, PERF_GOAL_WINDOW);
+        perf_goal_contention(g);
     }
 
     perf_session_close(&s);

@@ -529,6 +529,39 @@ static void perf_scale_row(const perf_scale_t *sc,
     fflush(stdout);
 }
 
+static void perf_scale_init(perf_scale_t *sc, const perf_opts_t *o,
+                            perf_session_t *s)
+{
+    memset(sc, 0, sizeof(*sc));
+    sc->o      = o;
+    sc->s      = s;
+    sc->stride = perf_slot_stride(&o->params);
+    sc->span   = sc->stride * o->params.window;
+    sc->cpus   = sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+int perf_scale_once(const perf_opts_t *o, perf_session_t *s, unsigned n,
+                    int same, perf_scale_summary_t *sum)
+{
+    perf_scale_point_t pt;
+    perf_scale_t sc;
+
+    perf_scale_init(&sc, o, s);
+    memset(sum, 0, sizeof(*sum));
+    if (perf_scale_point(&sc, n, same, &pt)) {
+        snprintf(sum->msg, sizeof(sum->msg), "%s", pt.msg);
+        return -1;
+    }
+    sum->aggregate         = pt.aggregate;
+    sum->jain              = pt.jain;
+    sum->retries_per_call  = pt.retries_per_call;
+    sum->handoffs_per_call = pt.handoffs_per_call;
+    sum->check             = pt.check;
+    sum->oversubscribed    = ((long)n + 1 > sc.cpus);
+    snprintf(sum->msg, sizeof(sum->msg), "%s", pt.msg);
+    return 0;
+}
+
 int perf_scale_run(const perf_opts_t *o)
 {
     perf_session_t s;
@@ -537,12 +570,7 @@ int perf_scale_run(const perf_opts_t *o)
     unsigned p, max_n = 0;
     int same, failed = 0, over = 0;
 
-    memset(&sc, 0, sizeof(sc));
-    sc.o      = o;
-    sc.s      = &s;
-    sc.stride = perf_slot_stride(&o->params);
-    sc.span   = sc.stride * o->params.window;
-    sc.cpus   = sysconf(_SC_NPROCESSORS_ONLN);
+    perf_scale_init(&sc, o, &s);
     for (p = 0; p < o->num_scale_counts; ++p) {
         max_n = (o->scale_counts[p] > max_n) ? o->scale_counts[p] : max_n;
     }
