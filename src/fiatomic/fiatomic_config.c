@@ -37,6 +37,14 @@ fiatomic_config_table[FIATOMIC_CONFIG_LAST] = {
         "completes with UCS_ERR_TIMED_OUT (its outcome is then unknown).\n"
         "The op_timeout field of fiatomic_params_t overrides it. A\n"
         "malformed value fails fiatomic_create()."
+    },
+    [FIATOMIC_CONFIG_CAS_HANDOFF] = {
+        "FIATOMIC_CAS_HANDOFF", "yes", "yes|no",
+        "Whether the CAS loop hands an element whose compare-and-swap\n"
+        "failed twice to target-side execution (one round trip, atomic\n"
+        "with UCP's atomics there) where UCP's atomics are software\n"
+        "atomics at the target (tcp); no keeps the plain loop (to measure\n"
+        "it). Another value fails fiatomic_create()."
     }
 };
 

@@ -84,11 +84,10 @@ static bool fiatomic_parse_seconds(const char *text, double *sec_p)
  * "no" measures the plain loop. */
 static ucs_status_t fiatomic_parse_cas_handoff(bool *handoff_p)
 {
-    const char *value = getenv("FIATOMIC_CAS_HANDOFF");
+    const char *value = fiatomic_config_get(FIATOMIC_CONFIG_CAS_HANDOFF);
 
     *handoff_p = true;
-    if ((value == NULL) || (*value == '\0') || !strcasecmp(value, "yes") ||
-        !strcmp(value, "1")) {
+    if (!strcasecmp(value, "yes") || !strcmp(value, "1")) {
         return UCS_OK;
     }
     if (!strcasecmp(value, "no") || !strcmp(value, "0")) {
