@@ -124,56 +124,6 @@ static ucs_status_t fiatomic_op_timeout(const fiatomic_params_t *params,
     return UCS_OK;
 }
 
-/*
- * What endpoints of this context can be, from its transport resources
- * (ucp_context_print_info lines "# resource 0 : md 0 dev 0 flags -- tl/dev"):
- * a CPU-atomic transport (shm, self) gives endpoints in the CPU domain with
- * UCP's own atomic lanes; anything else but tcp (no atomics: software atomics
- * over active messages) may execute atomics in a device. When the resources
- * cannot be read, both are assumed: the context query stays on the safe
- * side.
- */
-static void fiatomic_context_detect_tls(fiatomic_h fia)
-{
-    char *text = NULL, *line, *save = NULL, *tl, *end;
-    size_t size = 0;
-    FILE *stream;
-
-    fia->tl_cpu_amo = true;
-    fia->tl_device  = true;
-    stream = open_memstream(&text, &size);
-    if (stream == NULL) {
-        return;
-    }
-    ucp_context_print_info(fia->ucp_context, stream);
-    fclose(stream);
-
-    fia->tl_cpu_amo = false;
-    fia->tl_device  = false;
-    for (line = strtok_r(text, "\n", &save); line != NULL;
-         line = strtok_r(NULL, "\n", &save)) {
-        if (strstr(line, " resource ") == NULL) {
-            continue;
-        }
-        tl  = strstr(line, " flags ");
-        tl  = (tl != NULL) ? strchr(tl + 7, ' ') : NULL; /* after the flags */
-        end = (tl != NULL) ? strchr(tl, '/') : NULL;
-        if (end == NULL) {
-            fia->tl_cpu_amo = fia->tl_device = true;
-            break;
-        }
-        while (*tl == ' ') {
-            ++tl;
-        }
-        if (fiatomic_tl_is_cpu(tl, end - tl)) {
-            fia->tl_cpu_amo = true;
-        } else if (((end - tl) != 3) || strncmp(tl, "tcp", 3)) {
-            fia->tl_device = true;
-        }
-    }
-    free(text);
-}
-
 /* Whether the worker may be used by several threads at once: then every
  * call takes the context's lock. SERIALIZED is one thread at a time, as
  * SINGLE. */
@@ -282,7 +232,7 @@ FIATOMIC_API ucs_status_t fiatomic_create(ucp_context_h context,
     ucs_list_head_init(&fia->eps);
 
     fiatomic_check_atomicx_loaded();
-    fiatomic_context_detect_tls(fia);
+    fiatomic_ucx_context_detect_tls(fia);
     status = fiatomic_target_init(fia);
     if (status != UCS_OK) {
         fiatomic_lock_cleanup(fia);

@@ -1,7 +1,7 @@
 /**
- * Initiator endpoints: keys, the atomicity domain of the UCP endpoint,
- * and the ordering machinery (fence, flush) around the
- * requests posted on it.
+ * Initiator endpoints: keys and the ordering machinery (fence, flush)
+ * around the requests posted on it. The atomicity domain of the UCP
+ * endpoint's lanes comes from fiatomic_ucx_compat.c.
  */
 #include "fiatomic_int.h"
 
@@ -11,84 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* UCT transports whose atomics are CPU atomics on the target's memory
- * (UCT_IFACE_FLAG_ATOMIC_CPU). An amo lane on anything else is taken to be a
- * device: the safe assumption, since it only disables the direct path. */
-static const char *fiatomic_cpu_amo_tls[] = {
-    "self", "posix", "sysv", "xpmem", "cma", "knem"
-};
-
-bool fiatomic_tl_is_cpu(const char *name, size_t len)
-{
-    size_t i;
-
-    for (i = 0; i < ucs_static_array_size(fiatomic_cpu_amo_tls); ++i) {
-        if ((strlen(fiatomic_cpu_amo_tls[i]) == len) &&
-            !strncmp(fiatomic_cpu_amo_tls[i], name, len)) {
-            return true;
-        }
-    }
-    return false;
-}
-
-/*
- * UCP 1.13 has no query for the transports of an endpoint's atomic lanes, so
- * read them from ucp_ep_print_info(): lines like
- *   "lane[0]:  2:posix/memory.0 md[1] -> md[1]/posix/sysdev[255] amo#0 am"
- * No amo lane means software atomics over active messages: executed by the
- * target's CPU with CPU atomics, and only when the target progresses.
- */
-static void fiatomic_ep_detect_domain(fiatomic_ep_h ep)
-{
-    bool any_amo = false, all_cpu = true, sm = false;
-    char *text = NULL, *line, *save = NULL, *tl, *end;
-    size_t size = 0;
-    FILE *stream;
-
-    stream = open_memstream(&text, &size);
-    if (stream == NULL) {
-        goto out_unknown;
-    }
-    ucp_ep_print_info(ep->ucp_ep, stream);
-    fclose(stream);
-
-    for (line = strtok_r(text, "\n", &save); line != NULL;
-         line = strtok_r(NULL, "\n", &save)) {
-        if ((strstr(line, "lane[") == NULL) || (strstr(line, " amo#") == NULL)) {
-            continue;
-        }
-        tl = strstr(line, "]:");
-        if (tl == NULL) {
-            goto out_unknown;
-        }
-        tl = strchr(tl, ':');
-        tl = (tl != NULL) ? strchr(tl + 1, ':') : NULL; /* "N:" resource */
-        end = (tl != NULL) ? strchr(tl, '/') : NULL;
-        if (end == NULL) {
-            goto out_unknown;
-        }
-        ++tl;
-        any_amo = true;
-        if (fiatomic_tl_is_cpu(tl, end - tl)) {
-            sm = true;
-        } else {
-            all_cpu = false;
-        }
-    }
-
-    free(text);
-    ep->domain         = all_cpu ? FIATOMIC_DOMAIN_CPU : FIATOMIC_DOMAIN_DEVICE;
-    ep->needs_progress = !any_amo;
-    ep->sm_amo         = sm;
-    return;
-
-out_unknown:
-    free(text);
-    ep->domain         = FIATOMIC_DOMAIN_DEVICE;
-    ep->needs_progress = true;
-    ep->sm_amo         = false;
-}
 
 static ucs_status_t fiatomic_ep_create_locked(fiatomic_h fia, ucp_ep_h ucp_ep,
                                               const fiatomic_ep_params_t *params,
@@ -131,7 +53,7 @@ static ucs_status_t fiatomic_ep_create_locked(fiatomic_h fia, ucp_ep_h ucp_ep,
     ucs_list_head_init(&ep->outstanding_list);
     ucs_list_head_init(&ep->deferred);
     ucs_list_head_init(&ep->am_pending);
-    fiatomic_ep_detect_domain(ep);
+    fiatomic_ucx_ep_detect_lanes(ep);
     ++fia->num_eps;
     ucs_list_add_tail(&fia->eps, &ep->list);
     *ep_p = ep;
@@ -385,7 +307,7 @@ static ucs_status_t fiatomic_rkey_unpack_locked(fiatomic_ep_h ep,
     }
 
     /* Lanes may have been completed by wireup since ep creation. */
-    fiatomic_ep_detect_domain(ep);
+    fiatomic_ucx_ep_detect_lanes(ep);
     key->target_ok = ep->fia->am_enabled &&
                      (hdr.flags & FIATOMIC_KEY_F_TARGET);
     /* The lanes (hence every key's strategies) may differ from before. */

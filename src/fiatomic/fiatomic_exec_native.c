@@ -28,23 +28,16 @@ static bool fiatomic_native_fetches(const fiatomic_cell_t *cell,
            (flags & FI_DELIVERY_COMPLETE);
 }
 
-/*
- * UCX 1.13.1's shared-memory and self transports return wrong results for
- * the fetching AND/OR/XOR (fetch-AND of 7 with 0x80000001 leaves 7; a
- * base-family FI_BXOR with FI_DELIVERY_COMPLETE, which takes the fetching
- * form, writes 0); the non-fetching forms, ADD, SWAP and CSWAP are right.
- */
+/* UCP has the operation, and it is right on this endpoint's lanes with this
+ * UCX (fiatomic_ucx_compat.c). */
 static bool fiatomic_native_usable(const fiatomic_ep_h ep,
                                    const fiatomic_rkey_t *key,
                                    const fiatomic_cell_t *cell,
                                    uint64_t flags)
 {
-    bool bitwise = (cell->ucp_op == UCP_ATOMIC_OP_AND) ||
-                   (cell->ucp_op == UCP_ATOMIC_OP_OR) ||
-                   (cell->ucp_op == UCP_ATOMIC_OP_XOR);
-
     return fiatomic_native_supports(cell) && (key->rkey != NULL) &&
-           !(ep->sm_amo && bitwise && fiatomic_native_fetches(cell, flags));
+           !fiatomic_ucx_amo_broken(ep, (ucp_atomic_op_t)cell->ucp_op,
+                                    fiatomic_native_fetches(cell, flags));
 }
 
 static bool fiatomic_native_needs_target_progress(const fiatomic_rkey_t *key)

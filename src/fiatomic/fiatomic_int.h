@@ -514,8 +514,17 @@ fiatomic_select_cached(fiatomic_ep_h ep, fiatomic_rkey_t *key,
                   fiatomic_datatype_name((_cell)->datatype), \
                   (size_t)(_count), fiatomic_strategy_name(_strategy))
 
-/** A UCT transport whose atomics are CPU atomics on the target's memory. */
-bool fiatomic_tl_is_cpu(const char *name, size_t len);
+
+/* fiatomic_ucx_compat.c: what UCP has no query for, UCX-version workarounds */
+/** The atomicity domain of the ep's atomic lanes, whether its atomics need
+ *  the target's progress and whether a lane is shared memory or self. */
+void fiatomic_ucx_ep_detect_lanes(fiatomic_ep_h ep);
+/** Which kinds of atomic lanes the context's transports can give. */
+void fiatomic_ucx_context_detect_tls(fiatomic_h fia);
+/** UCP's atomic op (fetching or not) gives wrong results on this ep's
+ *  lanes with this UCX: not to be used natively. */
+bool fiatomic_ucx_amo_broken(fiatomic_ep_h ep, ucp_atomic_op_t op,
+                             bool fetch);
 
 /** Probe the target if a reply awaited on the ep is overdue. */
 void fiatomic_target_check_overdue(fiatomic_ep_h ep);
