@@ -475,13 +475,16 @@ static size_t fiatomic_target_start(fiatomic_req_t *req, size_t first,
     msg->sent_ns  = fiatomic_now_ns();
     ucs_list_add_tail(&ep->am_pending, &msg->list);
 
-    /* The target needs our endpoint to reply on. */
+    /* The target needs our endpoint to reply on. Eager: a request is at
+     * most a few kilobytes, and UCP 1.22 would send one by rendezvous over
+     * self and shared memory (an extra round trip and a handshake the
+     * target must progress). */
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                          UCP_OP_ATTR_FIELD_USER_DATA |
                          UCP_OP_ATTR_FIELD_FLAGS;
     param.cb.send      = fiatomic_target_sent_cb;
     param.user_data    = msg;
-    param.flags        = UCP_AM_SEND_FLAG_REPLY;
+    param.flags        = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
     sptr = ucp_am_send_nbx(ep->ucp_ep, ep->fia->am_id, NULL, 0, msg->buffer,
                            msg->length, &param);
     if (UCS_PTR_IS_PTR(sptr)) {

@@ -223,16 +223,24 @@ static void fiatomic_peer_serve(fiatomic_peer_t *peer, const void *msg,
 
     memcpy(buf->data, reply, reply_len);
     buf->peer          = peer;
+    /* Eager: initiators take replies only so (UCP 1.22 would send a full
+     * reply by rendezvous over self and shared memory). */
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                         UCP_OP_ATTR_FIELD_USER_DATA;
+                         UCP_OP_ATTR_FIELD_USER_DATA |
+                         UCP_OP_ATTR_FIELD_FLAGS;
     param.cb.send      = fiatomic_reply_sent_cb;
     param.user_data    = buf;
+    param.flags        = UCP_AM_SEND_FLAG_EAGER;
+    /* Counted before the send: over self, UCP delivers the reply at once,
+     * and the initiator's next request may come in (and finish with the
+     * peer) before ucp_am_send_nbx returns. */
+    ++peer->replies;
+    ++fia->replies_inflight;
     sptr = ucp_am_send_nbx(peer->ep, fia->am_id + 1, NULL, 0, buf->data,
                            reply_len, &param);
-    if (UCS_PTR_IS_PTR(sptr)) {
-        ++peer->replies;
-        ++fia->replies_inflight;
-    } else {
+    if (!UCS_PTR_IS_PTR(sptr)) {
+        --peer->replies;
+        --fia->replies_inflight;
         fiatomic_reply_buf_put(buf);
     }
 }
@@ -323,13 +331,16 @@ static void fiatomic_rndv_recv_done(fiatomic_rndv_recv_t *rndv,
     fiatomic_h fia        = peer->fia;
 
     --fia->replies_inflight;
-    --peer->receiving;
     peer->held_bytes -= rndv->length;
     if (!peer->fia->destroyed) {
         /* Handling it answers even a failed receive: the decoder sees a
          * short message and replies with an error. */
         fiatomic_peer_request(peer, rndv->data, length, NULL);
     }
+    /* Still receiving while it was handled: a request of the peer that
+     * comes in meanwhile (over self, within the reply's send) must not
+     * release the peer under us. */
+    --peer->receiving;
     free(rndv);
     fiatomic_peer_put(peer);
     fiatomic_context_release(fia); /* after fiatomic_destroy: the last one */
