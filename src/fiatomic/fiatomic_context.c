@@ -233,6 +233,7 @@ FIATOMIC_API ucs_status_t fiatomic_create(ucp_context_h context,
 
     fiatomic_check_atomicx_loaded();
     fiatomic_ucx_context_detect_tls(fia);
+    fiatomic_ucx_context_detect_amo(fia);
     status = fiatomic_target_init(fia);
     if (status != UCS_OK) {
         fiatomic_lock_cleanup(fia);

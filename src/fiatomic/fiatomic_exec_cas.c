@@ -40,12 +40,13 @@ static bool fiatomic_cas_supports(const fiatomic_cell_t *cell)
 }
 
 /* Always in UCP's own atomicity domain: usable wherever UCP reaches the
- * memory. */
+ * memory and has its compare-and-swap (fiatomic_ucx_compat.c). */
 static bool fiatomic_cas_usable(const fiatomic_ep_h ep,
                                 const fiatomic_rkey_t *key,
                                 const fiatomic_cell_t *cell, uint64_t flags)
 {
-    return fiatomic_cas_supports(cell) && (key->rkey != NULL);
+    return fiatomic_cas_supports(cell) && (key->rkey != NULL) &&
+           !fiatomic_ucx_amo_broken(ep, UCP_ATOMIC_OP_CSWAP, true);
 }
 
 static bool fiatomic_cas_needs_target_progress(const fiatomic_rkey_t *key)

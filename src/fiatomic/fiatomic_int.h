@@ -173,6 +173,12 @@ struct fiatomic_context {
                                        domain with UCP's own atomic lanes */
     bool                tl_device;  /* a transport that may execute atomics
                                        in a device */
+    bool                ucp_amo_peer_err_broken; /* UCP has no atomics on
+                                       endpoints with the peer error mode
+                                       (fiatomic_ucx_compat.c) */
+    bool                ucp_sm_fetch_bitwise_broken; /* UCP's fetching
+                                       AND/OR/XOR on shared memory and self
+                                       are wrong (fiatomic_ucx_compat.c) */
     uint64_t            nonce;      /* random; in this context's keys */
     unsigned            num_eps;    /* not yet freed (zombies included) */
     unsigned            num_mems;
@@ -281,6 +287,7 @@ struct fiatomic_ep {
     bool              needs_progress;  /* UCP's atomics need target CPU */
     bool              sm_amo;          /* an amo lane is a shared-memory or
                                           self transport (uct_sm) */
+    bool              ucp_amo_ok;      /* UCP executes atomics on it */
     bool              destroyed;       /* user destroyed it; zombie until
                                           in-flight UCP operations drain */
     bool              unflushed;       /* posts completed locally only */
@@ -521,8 +528,11 @@ fiatomic_select_cached(fiatomic_ep_h ep, fiatomic_rkey_t *key,
 void fiatomic_ucx_ep_detect_lanes(fiatomic_ep_h ep);
 /** Which kinds of atomic lanes the context's transports can give. */
 void fiatomic_ucx_context_detect_tls(fiatomic_h fia);
-/** UCP's atomic op (fetching or not) gives wrong results on this ep's
- *  lanes with this UCX: not to be used natively. */
+/** Whether UCP's atomics are missing on endpoints with the peer error
+ *  mode (UCX version and protocol selection of the context). */
+void fiatomic_ucx_context_detect_amo(fiatomic_h fia);
+/** UCP's atomic op (fetching or not) is missing or gives wrong results on
+ *  this ep's lanes with this UCX: not to be used. */
 bool fiatomic_ucx_amo_broken(fiatomic_ep_h ep, ucp_atomic_op_t op,
                              bool fetch);
 

@@ -191,6 +191,7 @@ static void fiatomic_profile_make(fiatomic_h fia, fiatomic_profile_t p,
                          FIATOMIC_DOMAIN_DEVICE : FIATOMIC_DOMAIN_CPU;
     ep->needs_progress = (p == FIATOMIC_PROFILE_SW);
     ep->sm_amo         = (p == FIATOMIC_PROFILE_CPU_AMO);
+    ep->ucp_amo_ok     = true;
     /* a key of a peer like us: UCP can reach it, and it takes target-side
      * requests when we can send them */
     key->rkey          = (ucp_rkey_h)(uintptr_t)key; /* never used */

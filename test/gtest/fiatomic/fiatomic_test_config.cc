@@ -188,6 +188,27 @@ bool device_domain(const config &cfg)
     return ucx_tls(cfg.tl).find("atomicx") != std::string::npos;
 }
 
+static bool ucx_at_least_1_22()
+{
+    unsigned major, minor, release;
+
+    ucp_get_version(&major, &minor, &release);
+    return UCP_VERSION(major, minor) >= UCP_VERSION(1, 22);
+}
+
+bool ucp_amo_available(const config &cfg)
+{
+    const char *proto;
+
+    /* measured: UCX 1.22.0 has no atomic protocol (offload or software) for
+     * an endpoint with UCP_ERR_HANDLING_MODE_PEER ("cannot find remote
+     * protocol"); its v1 protocols and UCX 1.13.1 have */
+    proto = getenv("UCX_PROTO_ENABLE");
+    return !cfg.two_process() || !ucx_at_least_1_22() ||
+           ((proto != NULL) && ((proto[0] == 'n') || (proto[0] == 'N') ||
+                                (proto[0] == '0')));
+}
+
 bool direct_valid(const config &cfg)
 {
     /* the memory must be mapped here and UCP's atomics on it must be CPU
@@ -213,6 +234,10 @@ expectation strategy_can(const config &cfg, const std::string &strategy,
         return (((strategy == "target") || (strategy == "auto")) && cfg.am) ?
                REQUIRED : FORBIDDEN;
     }
+    if (((strategy == "native") || (strategy == "cas")) &&
+        !ucp_amo_available(cfg)) {
+        return FORBIDDEN;
+    }
     if (strategy == "native") {
         if (!native_cell(c)) {
             return FORBIDDEN;
@@ -220,9 +245,9 @@ expectation strategy_can(const config &cfg, const std::string &strategy,
         /* UCX 1.13.1 computes fetching AND/OR/XOR wrongly where its atomics
          * are CPU atomics (self, posix, sysv), and a base-family call with
          * FI_DELIVERY_COMPLETE takes the fetching form: the library may
-         * leave them out there */
+         * leave them out there; UCX 1.22 computes them right */
         if (((c.op == FI_BOR) || (c.op == FI_BAND) || (c.op == FI_BXOR)) &&
-            (cfg.tl != "tcp")) {
+            (cfg.tl != "tcp") && !ucx_at_least_1_22()) {
             return OPTIONAL;
         }
         return REQUIRED;
@@ -241,6 +266,10 @@ expectation strategy_can(const config &cfg, const std::string &strategy,
          * actor, fi_atomic(3)); wider elements are out of UCP's reach */
         return (cfg.am && (big || !device_domain(cfg))) ? REQUIRED : FORBIDDEN;
     } else if (strategy == "auto") {
+        if (!ucp_amo_available(cfg)) {
+            return (strategy_can(cfg, "target", c) == REQUIRED) ? REQUIRED :
+                   strategy_can(cfg, "direct", c);
+        }
         if (!big || cfg.am) {
             return REQUIRED;
         }

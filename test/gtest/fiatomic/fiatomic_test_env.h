@@ -119,6 +119,11 @@ bool native_cell(const cell &c);
  *  configuration's transport is mapped to atomicx). */
 bool device_domain(const config &cfg);
 
+/** Whether UCP executes atomics on this configuration's endpoints: not with
+ *  UCX 1.22's protocols (v2) on endpoints with the peer error mode (every
+ *  two-process configuration). */
+bool ucp_amo_available(const config &cfg);
+
 /** Whether the direct strategy can work for this configuration. */
 bool direct_valid(const config &cfg);
 
