@@ -8,9 +8,8 @@
  *  - 16 bytes (int128, double complex, long double): a CAS loop on
  *    cmpxchg16b, inlined (-mcx16, checked by configure), never libatomic,
  *    whose fallback lock would be private to one process.
- *  - 32 bytes (long double complex): no instruction covers it; a lock owned
- *    by the context that exposed the memory. Only that process executes
- *    such elements (target-side, or direct from that very context).
+ *  - 32 bytes (long double complex): no instruction covers it; a lock
+ *    that every actor on the memory takes (fiatomic_wide_lock.c).
  *
  * long double is 10 value bytes in 16 of storage: the padding bytes are
  * carried over from the old value unchanged, so a CAS never depends on them
@@ -78,39 +77,6 @@ static void fiatomic_cpu_apply16(int datatype, fiatomic_combine_fn_t combine,
         expected = seen;
     }
     memcpy(old, &expected, sizeof(expected));
-}
-
-static void fiatomic_cpu_lock(fiatomic_h fia, const void *ptr, bool acquire)
-{
-    uint8_t *lock = &fia->wide_locks[((uintptr_t)ptr >> 5) %
-                                     FIATOMIC_WIDE_LOCKS];
-
-    if (acquire) {
-        while (__atomic_test_and_set(lock, __ATOMIC_ACQUIRE)) {
-            /* held only around a 32-byte combine: spin */
-        }
-    } else {
-        __atomic_clear(lock, __ATOMIC_RELEASE);
-    }
-}
-
-static void fiatomic_cpu_apply32(fiatomic_h fia, int datatype,
-                                 fiatomic_combine_fn_t combine, void *ptr,
-                                 const void *operand, const void *compare,
-                                 void *old)
-{
-    uint8_t value[32];
-
-    fiatomic_cpu_lock(fia, ptr, true);
-    memcpy(old, ptr, sizeof(value));
-    memcpy(value, ptr, sizeof(value));
-    combine(value, operand, compare);
-    if (datatype == FI_LONG_DOUBLE_COMPLEX) { /* two x87 values */
-        fiatomic_cpu_keep_x87_padding(value, old);
-        fiatomic_cpu_keep_x87_padding(value + 16, (const uint8_t*)old + 16);
-    }
-    memcpy(ptr, value, sizeof(value));
-    fiatomic_cpu_lock(fia, ptr, false);
 }
 
 void fiatomic_clear_padding(int datatype, void *value)
@@ -224,10 +190,6 @@ void fiatomic_cpu_apply(fiatomic_h fia, const fiatomic_cell_t *cell,
     case 16:
         fiatomic_cpu_apply16(cell->datatype, combine, ptr, operand, compare,
                              old);
-        break;
-    case 32:
-        fiatomic_cpu_apply32(fia, cell->datatype, combine, ptr, operand,
-                             compare, old);
         break;
     default:
         fiatomic_assertv(0, "no CPU atomic for datatype %d", cell->datatype);

@@ -193,6 +193,18 @@ static ucs_status_t fiatomic_key_hdr_check(fiatomic_h fia,
         return UCS_ERR_INVALID_PARAM;
     }
 
+    /* The lock table follows the state word: its end must not wrap
+     * (the offsets are computed on a length that leaves room for it). */
+    if ((hdr->flags & FIATOMIC_KEY_F_WIDE_LOCKS) &&
+        (!(hdr->flags & FIATOMIC_KEY_F_STATE) ||
+         (hdr->length > UINT64_MAX - FIATOMIC_MAP_EXTRA) ||
+         (hdr->address + FIATOMIC_WIDE_LOCKS_OFFSET(hdr->length) +
+          sizeof(fiatomic_wide_locks_t) < hdr->address))) {
+        ucs_diag("fiatomic: key with a lock table but no state word, or "
+                 "one that wraps around");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
     if ((hdr->nonce == fia->nonce) &&
         (fiatomic_region_find(fia, hdr->region, hdr->token, hdr->address,
                               hdr->length) == NULL)) {
@@ -296,6 +308,9 @@ static ucs_status_t fiatomic_rkey_unpack_locked(fiatomic_ep_h ep,
          * fiatomic_key_hdr_check): the address is ours. */
         key->local_base   = (uint8_t*)(uintptr_t)hdr.address;
         key->same_context = true;
+        key->wide_locks   = fiatomic_region_find(ep->fia, hdr.region,
+                                                 hdr.token, hdr.address,
+                                                 hdr.length)->wide_locks;
     } else if ((key->rkey != NULL) &&
                (ucp_rkey_ptr(key->rkey, hdr.address, &ptr) == UCS_OK)) {
         key->local_base = ptr; /* shared memory mapped into this process */
@@ -303,6 +318,12 @@ static ucs_status_t fiatomic_rkey_unpack_locked(fiatomic_ep_h ep,
             /* mapped with the range: the target's state word for it */
             key->state = (const uint64_t*)(key->local_base +
                                            FIATOMIC_STATE_OFFSET(hdr.length));
+        }
+        if (hdr.flags & FIATOMIC_KEY_F_WIDE_LOCKS) {
+            /* mapped with the range too: the locks the target and every
+             * other peer take for its 32-byte elements */
+            key->wide_locks = fiatomic_wide_locks_map(
+                    key->local_base + FIATOMIC_WIDE_LOCKS_OFFSET(hdr.length));
         }
     }
 

@@ -18,8 +18,9 @@ static bool fiatomic_direct_supports(const fiatomic_cell_t *cell)
  * CPU atomics on 1..8-byte elements are atomic with respect to UCP's own
  * only when UCP's are CPU atomics too (one actor, fi_atomic(3)). 16/32-byte
  * elements are out of UCP's reach, so only our CPU paths touch them. A
- * 32-byte element is executed under a lock of the exposing context: direct
- * only from that context itself.
+ * 32-byte element is executed under a lock every actor on its memory takes:
+ * direct where this process maps the memory's lock table (ALLOCATE memory),
+ * or from the exposing context itself.
  */
 static bool fiatomic_direct_usable(const fiatomic_ep_h ep,
                                    const fiatomic_rkey_t *key,
@@ -29,7 +30,8 @@ static bool fiatomic_direct_usable(const fiatomic_ep_h ep,
     return fiatomic_direct_supports(cell) && (key->rkey != NULL) &&
            (key->local_base != NULL) &&
            ((cell->size <= 8) ? (ep->domain == FIATOMIC_DOMAIN_CPU) :
-                                ((cell->size == 16) || key->same_context));
+                                ((cell->size == 16) || key->same_context ||
+                                 (key->wide_locks != NULL)));
 }
 
 static bool fiatomic_direct_needs_target_progress(const fiatomic_rkey_t *key)
@@ -42,15 +44,23 @@ static size_t fiatomic_direct_start(fiatomic_req_t *req, size_t first,
 {
     fiatomic_elem_t *elem = &req->elems[first];
     fiatomic_rkey_t *key  = elem->key;
+    uint64_t offset       = elem->raddr - key->address;
     uint8_t old[FIATOMIC_MAX_ELEM_SIZE];
+    ucs_status_t status;
 
-    fiatomic_cpu_apply(req->fia, req->cell,
-                       key->local_base + (elem->raddr - key->address),
-                       elem->operand, elem->compare, old);
-    if (elem->result != NULL) {
+    if (req->cell->size == 32) {
+        status = fiatomic_wide_apply(req->fia, req->cell, key->wide_locks,
+                                     offset, key->local_base + offset,
+                                     elem->operand, elem->compare, old);
+    } else {
+        fiatomic_cpu_apply(req->fia, req->cell, key->local_base + offset,
+                           elem->operand, elem->compare, old);
+        status = UCS_OK;
+    }
+    if ((status == UCS_OK) && (elem->result != NULL)) {
         memcpy(elem->result, old, req->cell->size);
     }
-    fiatomic_elem_done(elem, UCS_OK);
+    fiatomic_elem_done(elem, status);
     return 1;
 }
 

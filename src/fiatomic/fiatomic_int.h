@@ -18,7 +18,8 @@
 
 #define FIATOMIC_API __attribute__((visibility("default")))
 
-#define FIATOMIC_WIDE_LOCKS  64   /* locks for 32-byte elements */
+#define FIATOMIC_WIDE_LOCKS_SHIFT 6 /* 64 locks for 32-byte elements */
+#define FIATOMIC_WIDE_LOCKS  (1u << FIATOMIC_WIDE_LOCKS_SHIFT)
 #define FIATOMIC_GUESS_SLOTS 256  /* CAS-loop guesses per endpoint */
 
 /* Internal invariants only, never user input (that gets a status). */
@@ -191,7 +192,9 @@ struct fiatomic_context {
     unsigned            am_id;      /* requests; replies use am_id + 1 */
     fiatomic_region_t   *regions;
     unsigned            num_regions;
-    uint8_t             wide_locks[FIATOMIC_WIDE_LOCKS];
+    uint64_t            wide_locks[FIATOMIC_WIDE_LOCKS]; /* 32-byte
+                                       elements of memory without a shared
+                                       lock table (fiatomic_wide_lock.c) */
     ucs_list_link_t     free_replies; /* small reply buffers (target) */
     unsigned            num_free_replies;
     unsigned            replies_inflight; /* replies UCP is still sending
@@ -215,6 +218,8 @@ struct fiatomic_mem {
     uint64_t   *state;    /* NULL, or the state word peers that map the
                              memory see: the region's token while exposed,
                              0 after (fiatomic_mem.c) */
+    struct fiatomic_wide_locks *wide_locks; /* NULL, or the lock table of
+                             its 32-byte elements, in the mapping */
 };
 
 /* Key flags */
@@ -223,11 +228,39 @@ struct fiatomic_mem {
 #define FIATOMIC_KEY_F_STATE   0x2 /* a state word follows the range at the
                                       next 8-byte boundary */
 #define FIATOMIC_KEY_F_NO_RKEY 0x4 /* target-only: no UCP rkey follows */
+#define FIATOMIC_KEY_F_WIDE_LOCKS 0x8 /* a lock table for 32-byte elements
+                                         follows the state word (at
+                                         FIATOMIC_WIDE_LOCKS_OFFSET) */
 #define FIATOMIC_KEY_F_ALL     (FIATOMIC_KEY_F_TARGET | FIATOMIC_KEY_F_STATE | \
-                                FIATOMIC_KEY_F_NO_RKEY)
+                                FIATOMIC_KEY_F_NO_RKEY | \
+                                FIATOMIC_KEY_F_WIDE_LOCKS)
 
 /* Where the state word of a range lies. */
 #define FIATOMIC_STATE_OFFSET(_length) (((_length) + 7) & ~(uint64_t)7)
+
+/*
+ * The lock table of the 32-byte elements of memory peers map (ALLOCATE),
+ * at the first 64-byte boundary after the state word: a layout word (magic,
+ * version, number of locks: a peer maps the table only if it is exactly
+ * this), the pid namespace of the exposing process (its pids are the lock
+ * owners), then the lock words (fiatomic_wide_lock.c). Part of the mapping
+ * format peers agree on: change the version with the layout.
+ */
+#define FIATOMIC_WIDE_LOCKS_VERSION 1
+#define FIATOMIC_WIDE_LOCKS_LAYOUT \
+    ((0xf1a710c5ull << 32) | ((uint64_t)FIATOMIC_WIDE_LOCKS_VERSION << 16) | \
+     FIATOMIC_WIDE_LOCKS)
+typedef struct fiatomic_wide_locks {
+    uint64_t layout;       /* FIATOMIC_WIDE_LOCKS_LAYOUT once initialized */
+    uint64_t pid_ns;       /* the exposing process's pid namespace */
+    uint64_t reserved[6];  /* 0 */
+    uint64_t word[FIATOMIC_WIDE_LOCKS]; /* 0, or (sequence << 32) | pid */
+} fiatomic_wide_locks_t;
+#define FIATOMIC_WIDE_LOCKS_OFFSET(_length) \
+    ((FIATOMIC_STATE_OFFSET(_length) + sizeof(uint64_t) + 63) & ~(uint64_t)63)
+/* What a mapped range takes beyond its length (state word, lock table). */
+#define FIATOMIC_MAP_EXTRA \
+    (FIATOMIC_WIDE_LOCKS_OFFSET(0) + 64 + sizeof(fiatomic_wide_locks_t))
 
 /* The packed key a target hands out (followed by the UCP rkey buffer). */
 typedef struct fiatomic_key_hdr {
@@ -255,6 +288,8 @@ typedef struct fiatomic_rkey {
     uint32_t   region;
     uint64_t   token;
     const uint64_t *state;   /* the mapped state word, or NULL */
+    fiatomic_wide_locks_t *wide_locks; /* the lock table of its 32-byte
+                                elements that every actor takes, or NULL */
     /* fiatomic_select() per cell, filled on first use: the post path
      * decides with one lookup (FIATOMIC_STRATEGY_LAST = not yet known) */
     uint8_t    strategy[FIATOMIC_FAMILY_LAST][FIATOMIC_OP_COUNT]
@@ -546,9 +581,26 @@ void fiatomic_target_ep_fail(fiatomic_ep_h ep, ucs_status_t status);
  *  the caller's stack held there is not sent anywhere. */
 void fiatomic_clear_padding(int datatype, void *value);
 bool fiatomic_cpu_has_size(size_t size);
+/** 1..16-byte elements (32-byte ones: fiatomic_wide_apply). */
 void fiatomic_cpu_apply(fiatomic_h fia, const fiatomic_cell_t *cell,
                         void *ptr, const void *operand, const void *compare,
                         void *old);
+
+/* fiatomic_wide_lock.c: 32-byte elements under a lock every actor takes */
+/** Initialize the lock table of memory this context allocated. */
+void fiatomic_wide_locks_init(fiatomic_wide_locks_t *table);
+/** The table at ptr in memory a peer exposed and this process maps, if its
+ *  layout is this library's and its owners' pids are meaningful here. */
+fiatomic_wide_locks_t *fiatomic_wide_locks_map(void *ptr);
+/** One 32-byte element at `ptr`, `offset` bytes into its exposed range,
+ *  under the lock of `table` (NULL: memory only this process executes on,
+ *  under the context's own table). UCS_ERR_TIMED_OUT (nothing done) if a
+ *  live process holds the lock for longer than the operation timeout. */
+ucs_status_t fiatomic_wide_apply(fiatomic_h fia, const fiatomic_cell_t *cell,
+                                 fiatomic_wide_locks_t *table,
+                                 uint64_t offset, void *ptr,
+                                 const void *operand, const void *compare,
+                                 void *old);
 
 /* fiatomic_target_am.c: the target's side, requests in and replies out */
 /* fiatomic_atomicx_check.c: warn once when UCX_TLS names atomicx and it is

@@ -37,7 +37,9 @@ static ucs_status_t fiatomic_mem_expose_target_only(
  * (at the next 8-byte boundary) hold its state word: peers that map the
  * memory (shared memory) check it before each operation, so an operation
  * with the key of unexposed memory fails instead of writing into a segment
- * the target has let go. */
+ * the target has let go. The lock table of its 32-byte elements follows
+ * (FIATOMIC_WIDE_LOCKS_OFFSET): peers that map the memory execute them
+ * under the same locks as this context. */
 static ucs_status_t fiatomic_mem_expose_ucp(fiatomic_h fia,
                                             const fiatomic_mem_params_t *params,
                                             unsigned flags, fiatomic_mem_h mem)
@@ -52,12 +54,12 @@ static ucs_status_t fiatomic_mem_expose_ucp(fiatomic_h fia,
     if (flags & FIATOMIC_MEM_FLAG_ALLOCATE) {
         /* On posix/sysv only memory the transport allocated can be mapped
          * by the peer, which is what makes the direct strategy possible. */
-        if (params->length > SIZE_MAX - 16) {
+        if (params->length > SIZE_MAX - FIATOMIC_MAP_EXTRA) {
             return UCS_ERR_INVALID_PARAM;
         }
         map_params.flags  = UCP_MEM_MAP_ALLOCATE;
-        map_params.length = FIATOMIC_STATE_OFFSET(params->length) +
-                            sizeof(uint64_t);
+        map_params.length = FIATOMIC_WIDE_LOCKS_OFFSET(params->length) +
+                            sizeof(fiatomic_wide_locks_t);
     } else {
         map_params.field_mask |= UCP_MEM_MAP_PARAM_FIELD_ADDRESS;
         map_params.address     = params->address;
@@ -80,8 +82,12 @@ static ucs_status_t fiatomic_mem_expose_ucp(fiatomic_h fia,
      * (whole pages): nothing outside it may be operated on. */
     mem->length  = params->length;
     if (flags & FIATOMIC_MEM_FLAG_ALLOCATE) {
-        mem->state = (uint64_t*)((uint8_t*)attr.address +
-                                 FIATOMIC_STATE_OFFSET(params->length));
+        mem->state      = (uint64_t*)((uint8_t*)attr.address +
+                                      FIATOMIC_STATE_OFFSET(params->length));
+        mem->wide_locks = (fiatomic_wide_locks_t*)
+                          ((uint8_t*)attr.address +
+                           FIATOMIC_WIDE_LOCKS_OFFSET(params->length));
+        fiatomic_wide_locks_init(mem->wide_locks);
     }
     return UCS_OK;
 }
@@ -218,7 +224,9 @@ FIATOMIC_API ucs_status_t fiatomic_mem_pack_key(fiatomic_mem_h mem,
     fiatomic_leave(mem->fia, locked);
     hdr.flags     = (mem->fia->am_enabled ? FIATOMIC_KEY_F_TARGET : 0) |
                     ((mem->state != NULL) ? FIATOMIC_KEY_F_STATE : 0) |
-                    ((mem->memh == NULL) ? FIATOMIC_KEY_F_NO_RKEY : 0);
+                    ((mem->memh == NULL) ? FIATOMIC_KEY_F_NO_RKEY : 0) |
+                    ((mem->wide_locks != NULL) ?
+                     FIATOMIC_KEY_F_WIDE_LOCKS : 0);
     memcpy(key, &hdr, sizeof(hdr));
     if (rkey_buffer != NULL) {
         memcpy(key + sizeof(hdr), rkey_buffer, rkey_size);

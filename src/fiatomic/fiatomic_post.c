@@ -407,6 +407,22 @@ static ucs_status_ptr_t fiatomic_post(fiatomic_ep_h ep, fiatomic_call_t *call)
     return sptr;
 }
 
+/* A 32-byte element executed direct at once (fiatomic_wide_lock.c), out of
+ * the fast path's line. */
+static UCS_F_NOINLINE ucs_status_t
+fiatomic_post_wide(fiatomic_ep_h ep, const fiatomic_call_t *call,
+                   fiatomic_rkey_t *key, void *old)
+{
+    uint64_t offset = call->rma_iov[0].addr - key->address;
+
+    return fiatomic_wide_apply(ep->fia, call->cell, key->wide_locks, offset,
+                               key->local_base + offset,
+                               (call->op != FI_ATOMIC_READ) ?
+                               call->iov[0].addr : NULL,
+                               (call->family == FIATOMIC_FAMILY_COMPARE) ?
+                               call->comparev[0].addr : NULL, old);
+}
+
 /*
  * The plain calls: the same validation as every call, then, for one
  * element with nothing to wait for (no FI_FENCE, nothing deferred), one
@@ -445,13 +461,20 @@ fiatomic_post_plain_locked(fiatomic_ep_h ep, fiatomic_call_t *call)
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     } else if ((strategy == FIATOMIC_STRATEGY_DIRECT) &&
                ((ep->msg_order == 0) || (ep->ops_inflight == 0))) {
-        fiatomic_cpu_apply(ep->fia, cell,
-                           key->local_base +
-                           (call->rma_iov[0].addr - key->address),
-                           (call->op != FI_ATOMIC_READ) ? call->iov[0].addr :
-                                                          NULL,
-                           (call->family == FIATOMIC_FAMILY_COMPARE) ?
-                           call->comparev[0].addr : NULL, old);
+        if (ucs_unlikely(cell->size == 32)) {
+            status = fiatomic_post_wide(ep, call, key, old);
+            if (status != UCS_OK) {
+                return UCS_STATUS_PTR(status);
+            }
+        } else {
+            fiatomic_cpu_apply(ep->fia, cell,
+                               key->local_base +
+                               (call->rma_iov[0].addr - key->address),
+                               (call->op != FI_ATOMIC_READ) ?
+                               call->iov[0].addr : NULL,
+                               (call->family == FIATOMIC_FAMILY_COMPARE) ?
+                               call->comparev[0].addr : NULL, old);
+        }
         if (call->family != FIATOMIC_FAMILY_BASE) {
             memcpy(call->resultv[0].addr, old, cell->size);
         }

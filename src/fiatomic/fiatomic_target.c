@@ -97,7 +97,8 @@ static size_t fiatomic_target_reply(void *reply, uint64_t id,
 /* Check a request; on success *ptr_p is the first element in memory. */
 static ucs_status_t fiatomic_target_check(fiatomic_h fia,
                                           const fiatomic_wire_req_t *req,
-                                          size_t length, void **ptr_p)
+                                          size_t length, void **ptr_p,
+                                          fiatomic_mem_h *mem_p)
 {
     size_t size, data_len, expected;
     const fiatomic_region_t *region;
@@ -147,6 +148,7 @@ static ucs_status_t fiatomic_target_check(fiatomic_h fia,
     }
 
     *ptr_p = (uint8_t*)region->mem->address + offset;
+    *mem_p = region->mem;
     return UCS_OK;
 }
 
@@ -159,6 +161,8 @@ size_t fiatomic_target_execute(fiatomic_h fia, const void *msg,
     fiatomic_wire_req_t req;
     ucs_status_t status;
     uint8_t old[FIATOMIC_MAX_ELEM_SIZE];
+    const uint8_t *operand, *compare;
+    fiatomic_mem_h mem;
     bool fetch;
     size_t size, i;
     uint8_t *ptr;
@@ -168,7 +172,7 @@ size_t fiatomic_target_execute(fiatomic_h fia, const void *msg,
     }
 
     memcpy(&req, msg, sizeof(req)); /* the message may be unaligned */
-    status = fiatomic_target_check(fia, &req, length, (void**)&ptr);
+    status = fiatomic_target_check(fia, &req, length, (void**)&ptr, &mem);
     if (status != UCS_OK) {
         return fiatomic_target_reply(reply, req.id, status, 0);
     }
@@ -179,11 +183,24 @@ size_t fiatomic_target_execute(fiatomic_h fia, const void *msg,
     operands = (const uint8_t*)msg + sizeof(req);
     compares = operands + ((req.op != FI_ATOMIC_READ) ? req.count * size : 0);
     for (i = 0; i < req.count; ++i) {
-        fiatomic_cpu_apply(fia, cell, ptr + i * size,
-                           (req.op != FI_ATOMIC_READ) ? operands + i * size :
-                                                        NULL,
-                           (req.family == FIATOMIC_FAMILY_COMPARE) ?
-                           compares + i * size : NULL, old);
+        operand = (req.op != FI_ATOMIC_READ) ? operands + i * size : NULL;
+        compare = (req.family == FIATOMIC_FAMILY_COMPARE) ?
+                  compares + i * size : NULL;
+        if (size == 32) {
+            /* under the locks the peers that map the memory take too */
+            status = fiatomic_wide_apply(fia, cell, mem->wide_locks,
+                                         (ptr - (uint8_t*)mem->address) +
+                                         i * size, ptr + i * size, operand,
+                                         compare, old);
+            if (status != UCS_OK) {
+                /* a lock held past the operation timeout: the elements
+                 * before this one were applied (fiatomic(3)) */
+                return fiatomic_target_reply(reply, req.id, status, 0);
+            }
+        } else {
+            fiatomic_cpu_apply(fia, cell, ptr + i * size, operand, compare,
+                               old);
+        }
         if (fetch) {
             memcpy(values + i * size, old, size);
         }

@@ -216,6 +216,13 @@ static int perf_filter_emulated(perf_goals_t *g, const perf_row_t *row)
     return row->strategy != FIATOMIC_STRATEGY_NATIVE;
 }
 
+/* The 32-byte cells (long double complex): executed under a lock every
+ * actor takes (direct on shared memory). */
+static int perf_filter_size32(perf_goals_t *g, const perf_row_t *row)
+{
+    return row->cell.datatype == FI_LONG_DOUBLE_COMPLEX;
+}
+
 /* Rate sweeps over tcp take ~0.1 s a cell: every emulated cell of four
  * representative datatypes (8-byte integer and float, 16-byte integer,
  * 32-byte complex: every strategy and element size class of the library). */
@@ -376,6 +383,14 @@ static void perf_goal_shm(perf_goals_t *g)
            perf_median(ref, 3));
     perf_goal_sweep(g, "cell-latency-vs-fadd",
                     "every cell: latency / native fetch-add", &sw,
+                    cells, n);
+
+    /* the same ratio judged on the 15 long double complex cells alone, the
+     * slowest class (a lock around each) */
+    n = perf_goal_cells(g, perf_filter_size32, cells,
+                        sizeof(cells) / sizeof(cells[0]));
+    perf_goal_sweep(g, "cell32-latency-vs-fadd",
+                    "32-byte cells: latency / native fetch-add", &sw,
                     cells, n);
 
     if (g->o->baseline_ofi) {

@@ -187,6 +187,7 @@ std::vector<uint8_t> pack_job(const std::vector<job_task> &tasks)
         b.put(t.iterations);
         b.put_blob(t.operands.data(), t.operands.size());
         b.put_blob(t.compares.data(), t.compares.size());
+        b.put(t.duration_us);
     }
     return b.data();
 }
@@ -210,6 +211,7 @@ bool unpack_job(const std::vector<uint8_t> &data, std::vector<job_task> *tasks)
         t.iterations = b.get<uint64_t>();
         t.operands   = b.get_blob();
         t.compares   = b.get_blob();
+        t.duration_us = b.get<uint64_t>();
     }
     return b.ok();
 }

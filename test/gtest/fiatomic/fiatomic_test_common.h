@@ -131,9 +131,14 @@ struct target_info {
 
 enum job_kind : uint32_t {
     JOB_EXPLICIT = 1, /* operands (and compares) given per iteration */
-    JOB_CSWAP_CHAIN   /* FI_CSWAP(compare = guess, new = guess + 1); guess
+    JOB_CSWAP_CHAIN,  /* FI_CSWAP(compare = guess, new = guess + 1); guess
                          becomes the fetched value on a loss, guess + 1 on
                          a win */
+    JOB_REPEAT        /* the one operand (base or fetch family) over and
+                         over for duration_us (at most `iterations` times):
+                         the result's compares are the number of
+                         operations done (a uint64_t), its fetched values
+                         those of the fetch family */
 };
 
 struct job_task {
@@ -148,6 +153,8 @@ struct job_task {
     std::vector<uint8_t> compares;   /* iterations * size (EXPLICIT,
                                         compare family), or the chain's
                                         initial guess (size bytes) */
+    uint64_t             duration_us = 0; /* JOB_REPEAT: run for so long
+                                             (at most `iterations`) */
 };
 
 struct job_result {

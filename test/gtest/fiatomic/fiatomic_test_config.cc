@@ -258,8 +258,11 @@ expectation strategy_can(const config &cfg, const std::string &strategy,
         if (!direct_valid(cfg)) {
             return FORBIDDEN;
         }
-        /* 32-byte elements are guarded by a target-owned lock */
-        return (size > 16) ? OPTIONAL : REQUIRED;
+        /* 32-byte elements are guarded by locks every actor takes: a
+         * table in memory the library allocated (every peer that maps it
+         * takes them), else a table of the exposing context (direct only
+         * from that context) */
+        return ((size > 16) && !cfg.alloc) ? OPTIONAL : REQUIRED;
     } else if (strategy == "target") {
         /* the target's CPU atomics on 1..8-byte elements are atomic with
          * respect to UCP's own only when those are CPU atomics too (one

@@ -432,13 +432,24 @@ job_result run_job(initiator *in, const std::vector<job_task> &tasks)
             result.error = "bad task";
             return result;
         }
-        result.compares[t].resize(tasks[t].iterations * size[t]);
-        result.fetched[t].resize(tasks[t].iterations * size[t]);
+        if (tasks[t].kind != JOB_REPEAT) {
+            result.compares[t].resize(tasks[t].iterations * size[t]);
+        }
+        if ((tasks[t].kind != JOB_REPEAT) ||
+            (tasks[t].family != FIATOMIC_FAMILY_BASE)) {
+            result.fetched[t].resize(tasks[t].iterations * size[t]);
+        }
         if (tasks[t].kind == JOB_CSWAP_CHAIN) {
             guess[t] = tasks[t].compares;
             next[t].resize(size[t]);
             if (guess[t].size() != size[t]) {
                 result.error = "bad chain";
+                return result;
+            }
+        } else if (tasks[t].kind == JOB_REPEAT) {
+            if ((tasks[t].operands.size() != size[t]) ||
+                (tasks[t].family == FIATOMIC_FAMILY_COMPARE)) {
+                result.error = "bad repeat";
                 return result;
             }
         } else if ((tasks[t].operands.size() !=
@@ -452,12 +463,27 @@ job_result run_job(initiator *in, const std::vector<job_task> &tasks)
         max_iter = std::max(max_iter, tasks[t].iterations);
     }
 
+    double t0          = now_sec();
+    uint64_t repeat_us = 0, done = max_iter;
+
+    for (size_t t = 0; t < ntasks; ++t) {
+        if (tasks[t].kind == JOB_REPEAT) {
+            repeat_us = std::max(repeat_us, tasks[t].duration_us);
+        }
+    }
     for (uint64_t i = 0; i < max_iter; ++i) {
+        if ((repeat_us != 0) && (now_sec() > t0 + repeat_us * 1e-6)) {
+            done = i; /* time is up */
+            break;
+        }
         for (size_t t = 0; t < ntasks; ++t) {
             const job_task &task = tasks[t];
             uint64_t addr  = in->target.base[task.region] + task.offset;
-            uint8_t *fetch = result.fetched[t].data() + i * size[t];
-            uint8_t *cmp   = result.compares[t].data() + i * size[t];
+            bool kept      = !result.fetched[t].empty();
+            uint8_t *fetch = kept ? result.fetched[t].data() + i * size[t] :
+                                    NULL;
+            uint8_t *cmp   = (task.kind != JOB_REPEAT) ?
+                             result.compares[t].data() + i * size[t] : NULL;
             const uint8_t *opnd;
             ucs_status_ptr_t p;
 
@@ -465,7 +491,19 @@ job_result run_job(initiator *in, const std::vector<job_task> &tasks)
             if (i >= task.iterations) {
                 continue;
             }
-            if (task.kind == JOB_CSWAP_CHAIN) {
+            if (task.kind == JOB_REPEAT) {
+                p = (task.family == FIATOMIC_FAMILY_BASE) ?
+                    fiatomic_atomic_nbx(in->ep, task.operands.data(), 1,
+                                        addr, in->keys[task.region],
+                                        (enum fi_datatype)task.datatype,
+                                        (enum fi_op)task.op, &param) :
+                    fiatomic_fetch_atomic_nbx(in->ep, task.operands.data(),
+                                              1, fetch, addr,
+                                              in->keys[task.region],
+                                              (enum fi_datatype)
+                                                      task.datatype,
+                                              (enum fi_op)task.op, &param);
+            } else if (task.kind == JOB_CSWAP_CHAIN) {
                 memcpy(cmp, guess[t].data(), size[t]);
                 add_one(next[t].data(), guess[t].data(), size[t]);
                 p = fiatomic_compare_atomic_nbx(in->ep, next[t].data(), 1,
@@ -525,6 +563,16 @@ job_result run_job(initiator *in, const std::vector<job_task> &tasks)
         }
         if (!result.error.empty()) {
             return result;
+        }
+    }
+    for (size_t t = 0; t < ntasks; ++t) {
+        if (tasks[t].kind == JOB_REPEAT) {
+            uint64_t n = std::min(done, tasks[t].iterations);
+            if (tasks[t].family != FIATOMIC_FAMILY_BASE) {
+                result.fetched[t].resize(n * size[t]);
+            }
+            result.compares[t].resize(sizeof(n));
+            memcpy(result.compares[t].data(), &n, sizeof(n));
         }
     }
     return result;

@@ -1,7 +1,8 @@
 /*
  * Concurrency: 4 initiator processes x 1000 operations on the same
- * elements, for element sizes 1, 2, 4 and 8 bytes at once, per strategy
- * (and mixed strategies). SUM, PROD, LXOR (the sequence of states is fixed
+ * elements, for element sizes 1, 2, 4, 8, 16 and 32 bytes at once, per
+ * strategy, mixed strategies, and "wide": direct and target-side execution
+ * (over the shared memory and over tcp) on the same elements. SUM, PROD, LXOR (the sequence of states is fixed
  * whatever the order), MAX and MIN (a linearizable chain of states), CSWAP
  * chains where exactly one process wins each step, MSWAP on disjoint bits.
  * Final values and the multiset of fetched values are checked exactly.
@@ -225,8 +226,19 @@ struct element_task {
     }
 };
 
+/*
+ * "wide": two processes that map the target's memory (direct, under the
+ * 32-byte elements' shared locks), one that has the target execute over the
+ * same transport and one that has it execute over tcp (it cannot map the
+ * memory: the target must take the same locks for it).
+ */
+const char WIDE_TCP[] = "target@tcp";
+
 std::vector<std::string> process_strategies(const config &cfg)
 {
+    if (cfg.strategy == "wide") {
+        return {"direct", "target", "direct", WIDE_TCP};
+    }
     if (cfg.strategy != "mixed") {
         return std::vector<std::string>(PROCS, cfg.strategy);
     }
@@ -234,6 +246,27 @@ std::vector<std::string> process_strategies(const config &cfg)
         return {"cas", "direct", "target", "native"};
     }
     return {"cas", "target", "native", "auto"};
+}
+
+/* The configuration one process of the test runs in. */
+config process_config(const config &cfg, const std::string &strategy)
+{
+    config c = cfg;
+
+    if (strategy == WIDE_TCP) {
+        c.tl       = "tcp";
+        c.alloc    = false; /* nothing of it mapped there */
+        c.strategy = "target";
+    } else {
+        c.strategy = strategy;
+    }
+    return c;
+}
+
+/* The target's transports: those of every process. */
+std::string target_tl(const config &cfg)
+{
+    return (cfg.strategy == "wide") ? cfg.tl + ",tcp" : cfg.tl;
 }
 
 class concurrency : public ::testing::TestWithParam<config> {
@@ -260,17 +293,23 @@ void concurrency::build_tasks(const std::vector<std::string> &strategies)
             if (dt < 0) {
                 continue;
             }
+            if (k == K_CLXOR) {
+                /* at an odd multiple of 16: across two 32-byte blocks,
+                 * whose locks it takes both (LDSUM is at a multiple of 64)
+                 */
+                off += 16;
+            }
             t.k      = k;
             t.size   = size;
             t.dt     = dt;
             t.offset = off;
             off     += size;
             for (int p = 0; p < PROCS; ++p) {
-                config c = GetParam();
+                config c = process_config(GetParam(), strategies[p]);
                 cell cl  = {kind_family(k), kind_op(k), dt};
                 /* (an OPTIONAL cell is left out: the process could not
                  * run it) */
-                if (strategy_can(c, strategies[p], cl) == REQUIRED) {
+                if (strategy_can(c, c.strategy, cl) == REQUIRED) {
                     t.procs.push_back(p);
                 }
             }
@@ -585,7 +624,8 @@ TEST_P(concurrency, hammer)
     }
     build_tasks(strategies);
     ASSERT_FALSE(m_tasks.empty());
-    ASSERT_TRUE(tgt.start(cfg.tl, cfg.alloc, &error, cfg.am)) << error;
+    ASSERT_TRUE(tgt.start(target_tl(cfg), cfg.alloc, &error, cfg.am))
+            << error;
 
     /* the initial image: a pattern, the elements' initial values */
     std::vector<uint8_t> image(m_area);
@@ -601,8 +641,9 @@ TEST_P(concurrency, hammer)
     std::vector<std::vector<size_t>> index(PROCS,
                                            std::vector<size_t>(m_tasks.size()));
     for (int p = 0; p < PROCS; ++p) {
+        config pc = process_config(cfg, strategies[p]);
         ASSERT_TRUE(procs[p].spawn({"initiator"},
-                                   peer_env(cfg.tl, strategies[p], cfg.am),
+                                   peer_env(pc.tl, pc.strategy, cfg.am),
                                    &error))
                 << error;
         ASSERT_TRUE(procs[p].request(MSG_CONNECT, hello.data(), hello.size(),
@@ -696,13 +737,168 @@ CONCURRENCY_INSTANTIATE(posix, alloc, mixed)
 CONCURRENCY_INSTANTIATE(posix, user, native)
 CONCURRENCY_INSTANTIATE(posix, user, cas)
 CONCURRENCY_INSTANTIATE(posix, user, auto)
+CONCURRENCY_INSTANTIATE(posix, alloc, wide)
 CONCURRENCY_INSTANTIATE(sysv, alloc, direct)
 CONCURRENCY_INSTANTIATE(sysv, alloc, mixed)
+CONCURRENCY_INSTANTIATE(sysv, alloc, wide)
 CONCURRENCY_INSTANTIATE(tcp, user, native)
 CONCURRENCY_INSTANTIATE(tcp, user, cas)
 CONCURRENCY_INSTANTIATE(tcp, user, target)
 CONCURRENCY_INSTANTIATE(tcp, user, auto)
 CONCURRENCY_INSTANTIATE(tcp, user, auto_noam)
 CONCURRENCY_INSTANTIATE(tcp, user, mixed)
+
+/*
+ * 32-byte elements under the locks every actor takes: two processes that map
+ * the target's memory add 1 to two long double complex elements (one at a
+ * multiple of 32, one across two 32-byte blocks) with base-family calls as
+ * fast as they can (direct: nothing to wait for), while one process has the
+ * target execute fetching adds over the same transport and one over tcp, all
+ * for the same time. Every add is counted: the final values must be the
+ * counts (a lost update shows), and the values the target-side processes
+ * fetched must be distinct states 0 .. count-1 (a torn or doubled read
+ * shows).
+ */
+class wide_concurrency : public ::testing::TestWithParam<config> {
+};
+
+const uint64_t WIDE_DURATION_US = 1000000;
+
+long double ld_real(const value_t &v)
+{
+    long double r = 0;
+    memcpy(&r, v.data(), 10);
+    return r;
+}
+
+TEST_P(wide_concurrency, direct_and_target_on_same_elements)
+{
+    const config &cfg = GetParam();
+    const std::vector<std::string> strategies = {"direct", "direct",
+                                                 "target", WIDE_TCP};
+    const uint64_t offsets[] = {256, 256 + 64 + 16};
+    const int dt             = FI_LONG_DOUBLE_COMPLEX;
+    const size_t size        = 32;
+    std::string missing = transport_missing(cfg.tl), error;
+    remote_target tgt;
+    peer_process procs[PROCS];
+    std::vector<job_result> results(PROCS);
+
+    if (missing.empty()) {
+        missing = transport_missing("tcp");
+    }
+    if (!missing.empty()) {
+        GTEST_SKIP() << missing;
+    }
+    ASSERT_TRUE(tgt.start(target_tl(cfg), cfg.alloc, &error, cfg.am))
+            << error;
+    std::vector<uint8_t> image(512, 0);
+    ASSERT_TRUE(tgt.write(0, 0, image.data(), image.size(), &error)) << error;
+
+    std::vector<uint8_t> hello = tgt.info().pack();
+    for (int p = 0; p < PROCS; ++p) {
+        config pc = process_config(cfg, strategies[p]);
+        ASSERT_TRUE(procs[p].spawn({"initiator"},
+                                   peer_env(pc.tl, pc.strategy, cfg.am),
+                                   &error))
+                << error;
+        ASSERT_TRUE(procs[p].request(MSG_CONNECT, hello.data(), hello.size(),
+                                     NULL, &error)) << error;
+        std::vector<job_task> job;
+        for (uint64_t offset : offsets) {
+            job_task jt;
+            jt.kind        = JOB_REPEAT;
+            jt.family      = (pc.strategy == "direct") ?
+                             FIATOMIC_FAMILY_BASE : FIATOMIC_FAMILY_FETCH;
+            jt.op          = FI_SUM;
+            jt.datatype    = dt;
+            jt.region      = 0;
+            jt.offset      = offset;
+            /* direct: as many as it can (no fetched values kept);
+             * target-side: ~50k round trips in a second here at most */
+            jt.iterations  = (pc.strategy == "direct") ? 1000000000 : 200000;
+            jt.operands    = one_of(dt, size);
+            jt.duration_us = WIDE_DURATION_US;
+            job.push_back(jt);
+        }
+        std::vector<uint8_t> packed = pack_job(job);
+        ASSERT_TRUE(procs[p].request(MSG_JOB, packed.data(), packed.size(),
+                                     NULL, &error)) << error;
+    }
+
+    double start = now_sec() + 0.1;
+    for (int p = 0; p < PROCS; ++p) {
+        ASSERT_TRUE(procs[p].send(MSG_GO, &start, sizeof(start), &error))
+                << error;
+    }
+    for (int p = 0; p < PROCS; ++p) {
+        std::vector<uint8_t> reply;
+        ASSERT_TRUE(procs[p].receive_ok(&reply, &error, 400000)) << error;
+        ASSERT_TRUE(unpack_job_result(reply, &results[p]))
+                << "process " << p << ": reply of " << reply.size()
+                << " bytes";
+        EXPECT_EQ("", results[p].error) << "process " << p << " ("
+                                        << strategies[p] << ")";
+    }
+    if (HasFailure()) {
+        return;
+    }
+
+    std::vector<uint8_t> after(image.size());
+    ASSERT_TRUE(tgt.read(0, 0, after.data(), after.size(), &error)) << error;
+    std::ostringstream counts;
+    for (size_t e = 0; e < 2; ++e) {
+        uint64_t total = 0;
+        std::vector<uint64_t> seen;
+        SCOPED_TRACE("element at offset " + std::to_string(offsets[e]));
+        for (int p = 0; p < PROCS; ++p) {
+            uint64_t n;
+            ASSERT_EQ(sizeof(n), results[p].compares[e].size());
+            memcpy(&n, results[p].compares[e].data(), sizeof(n));
+            EXPECT_LT(0u, n) << "process " << p << " (" << strategies[p]
+                             << ") did nothing";
+            counts << (p ? "+" : (e ? "; " : "")) << n;
+            total += n;
+            const std::vector<uint8_t> &f = results[p].fetched[e];
+            for (size_t i = 0; i + size <= f.size(); i += size) {
+                value_t v = normalized(dt, value_t(f.begin() + i,
+                                                   f.begin() + i + size));
+                long double r = ld_real(v);
+                value_t imag(v.begin() + 16, v.end());
+                if ((r < 0) || (r != (long double)(uint64_t)r) ||
+                    (imag != value_t(16, 0))) {
+                    ADD_FAILURE() << "process " << p << " fetched a value "
+                                  << "no add made: " << (double)r;
+                    return;
+                }
+                seen.push_back((uint64_t)r);
+            }
+        }
+        std::sort(seen.begin(), seen.end());
+        EXPECT_TRUE(std::adjacent_find(seen.begin(), seen.end()) ==
+                    seen.end()) << "a state was fetched twice";
+        EXPECT_TRUE(seen.empty() || (seen.back() < total))
+                << "fetched " << seen.back() << " of " << total << " adds";
+        value_t fin = normalized(dt, value_t(&after[offsets[e]],
+                                             &after[offsets[e]] + size));
+        EXPECT_EQ(total, (uint64_t)ld_real(fin)) << "adds lost";
+        EXPECT_EQ(value_t(16, 0), value_t(fin.begin() + 16, fin.end()));
+    }
+    for (int p = 0; p < PROCS; ++p) {
+        EXPECT_TRUE(procs[p].stop(&error)) << "initiator " << p << ": "
+                                           << error;
+    }
+    EXPECT_TRUE(tgt.stop(&error)) << "target: " << error;
+    std::cout << "[ INFO     ] adds per process (direct, direct, target, "
+              << "target over tcp): " << counts.str() << std::endl;
+}
+
+#define WIDE_CONCURRENCY_INSTANTIATE(_tl) \
+    INSTANTIATE_TEST_SUITE_P(_tl##_alloc_wide, wide_concurrency, \
+                             ::testing::Values(FIATOMIC_TEST_CONFIG( \
+                                     _tl, alloc, wide)), \
+                             config_name());
+WIDE_CONCURRENCY_INSTANTIATE(posix)
+WIDE_CONCURRENCY_INSTANTIATE(sysv)
 
 } // namespace

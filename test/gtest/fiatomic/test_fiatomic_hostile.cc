@@ -23,6 +23,7 @@ extern "C" {
 
 #include <signal.h>
 #include <stdio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace fiatomic_test;
@@ -305,11 +306,114 @@ TEST_F(hostile_local, key_header_fields)
     expect_refused(key, [&](fiatomic_key_hdr_t &h) {
         h.magic = 0;
     }, "magic");
+    expect_refused(key, [&](fiatomic_key_hdr_t &h) {
+        h.nonce ^= 1;
+        h.flags |= FIATOMIC_KEY_F_WIDE_LOCKS; /* user memory: no state */
+    }, "a lock table without a state word");
+    expect_refused(key, [&](fiatomic_key_hdr_t &h) {
+        h.nonce ^= 1;
+        h.flags |= FIATOMIC_KEY_F_STATE | FIATOMIC_KEY_F_WIDE_LOCKS;
+        h.address = UINT64_MAX - 1023; /* the range fits, its table wraps */
+        h.length = 512;
+    }, "a lock table that wraps around");
     std::vector<uint8_t> shortkey(key.begin(),
                                   key.begin() +
                                   sizeof(fiatomic_key_hdr_t) - 1);
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, unpack(shortkey, &k)) << "truncated";
     EXPECT_EQ(0u, region[0]);
+}
+
+/*
+ * The locks of 32-byte elements in memory the library allocated lie in the
+ * mapping, where every process that maps it can write. A lock word naming a
+ * process that is gone (or no process at all) is taken over; one naming a
+ * live process that never lets go fails the operation after the operation
+ * timeout, the element untouched.
+ */
+class hostile_wide_lock : public hostile_local {
+protected:
+    void SetUp() override
+    {
+        setenv("FIATOMIC_OP_TIMEOUT", "0.3", 1);
+        hostile_local::SetUp();
+        unsetenv("FIATOMIC_OP_TIMEOUT");
+    }
+
+    /* fetch-add (1, 0) on the long double complex at addr */
+    ucs_status_t add_one(uint64_t key, uint64_t addr)
+    {
+        long double one[2] = {1.0L, 0.0L}, old[2];
+
+        return wait_request(m_setup.worker,
+                            fiatomic_fetch_atomic_nbx(
+                                    m_ep, one, 1, old, addr, key,
+                                    FI_LONG_DOUBLE_COMPLEX, FI_SUM, NULL),
+                            10.0);
+    }
+};
+
+TEST_F(hostile_wide_lock, dead_or_stuck_holder)
+{
+    const size_t length = 256;
+    fiatomic_mem_params_t params;
+    fiatomic_mem_h mem;
+    void *address, *packed;
+    size_t key_size;
+    uint64_t k;
+    int wstatus;
+
+    memset(&params, 0, sizeof(params));
+    params.field_mask = FIATOMIC_MEM_PARAM_FIELD_LENGTH |
+                        FIATOMIC_MEM_PARAM_FIELD_FLAGS;
+    params.length     = length;
+    params.flags      = FIATOMIC_MEM_FLAG_ALLOCATE;
+    ASSERT_EQ(UCS_OK, fiatomic_mem_expose(m_setup.fia, &params, &mem));
+    m_mems.push_back(mem);
+    ASSERT_EQ(UCS_OK, fiatomic_mem_query(mem, &address, NULL));
+    ASSERT_EQ(UCS_OK, fiatomic_mem_pack_key(mem, &packed, &key_size));
+    std::vector<uint8_t> key((uint8_t*)packed, (uint8_t*)packed + key_size);
+    fiatomic_key_release(packed);
+    ASSERT_NE(0u, header(key).flags & FIATOMIC_KEY_F_WIDE_LOCKS);
+    ASSERT_EQ(UCS_OK, unpack(key, &k));
+
+    fiatomic_wide_locks_t *table = (fiatomic_wide_locks_t*)
+            ((uint8_t*)address + FIATOMIC_WIDE_LOCKS_OFFSET(length));
+    ASSERT_EQ(FIATOMIC_WIDE_LOCKS_LAYOUT, table->layout);
+    long double *elem = (long double*)address;
+
+    /* a process that held every lock and died */
+    pid_t child = fork();
+    ASSERT_NE(-1, child);
+    if (child == 0) {
+        _exit(0);
+    }
+    ASSERT_EQ(child, waitpid(child, &wstatus, 0));
+    for (unsigned i = 0; i < FIATOMIC_WIDE_LOCKS; ++i) {
+        table->word[i] = ((uint64_t)7 << 32) |
+                         ((i % 2) ? (uint32_t)child : 0u); /* or garbage */
+    }
+    double t0 = now_sec();
+    EXPECT_EQ(UCS_OK, add_one(k, (uintptr_t)&elem[0]));
+    EXPECT_EQ(UCS_OK, add_one(k, (uintptr_t)&elem[2] + 16)); /* 2 locks */
+    EXPECT_EQ(1.0L, elem[0]);
+    EXPECT_EQ(1.0L, elem[3]);
+    EXPECT_LT(now_sec() - t0, 5.0);
+
+    /* a live process (this one) that never lets go */
+    for (unsigned i = 0; i < FIATOMIC_WIDE_LOCKS; ++i) {
+        table->word[i] = ((uint64_t)7 << 32) | (uint32_t)getpid();
+    }
+    t0 = now_sec();
+    EXPECT_EQ(UCS_ERR_TIMED_OUT, add_one(k, (uintptr_t)&elem[0]));
+    double waited = now_sec() - t0;
+    EXPECT_GE(waited, 0.25);
+    EXPECT_LT(waited, 5.0);
+    EXPECT_EQ(1.0L, elem[0]) << "changed without its lock";
+    for (unsigned i = 0; i < FIATOMIC_WIDE_LOCKS; ++i) {
+        table->word[i] = 0;
+    }
+    EXPECT_EQ(UCS_OK, add_one(k, (uintptr_t)&elem[0]));
+    EXPECT_EQ(2.0L, elem[0]);
 }
 
 /* A key of memory that was unexposed (and new memory exposed at the same

@@ -1,0 +1,292 @@
+/**
+ * 32-byte elements (long double complex): no CPU instruction covers them,
+ * so every actor executes them under a lock word that all actors on that
+ * memory take.
+ *
+ * Where the locks live:
+ *  - Memory the library allocated on UCP's behalf (FIATOMIC_MEM_FLAG_ALLOCATE:
+ *    on posix/sysv the only memory a peer can map) carries a lock table in
+ *    the same mapping, after the range and its state word
+ *    (FIATOMIC_WIDE_LOCKS_OFFSET, fiatomic_wide_locks_t). Initiators that
+ *    map the segment (direct) and the exposing context (target-side
+ *    execution for initiators that do not map it, e.g. over tcp, and direct
+ *    from itself) take the same word for the same element.
+ *  - Any other memory has no table a peer can see: a table of this process
+ *    guards it, and only this process executes its 32-byte elements
+ *    (target-side, or direct from the exposing context itself).
+ *
+ * A lock word is 0 when free, else its owner: (sequence << 32) | pid. The
+ * lock for an element is chosen by its offset in the exposed range (the same
+ * in every process, unlike its address) hashed over a table of a
+ * compile-time size: nothing a peer writes into the table header can make
+ * an index leave the table. An element at an offset that is an odd multiple
+ * of 16 spans two 32-byte blocks and takes both blocks' locks (in index
+ * order), so that it is atomic against the overlapping elements too.
+ *
+ * A holder that dies: the lock is held only around a 32-byte combine
+ * (nanoseconds), so a waiter spins, then yields, and every millisecond of
+ * waiting checks that the owner's pid still exists (kill(pid, 0)); a word
+ * whose owner is gone (or that names no valid pid) is taken over with a
+ * compare-and-swap on exactly the word seen (the sequence guards against a
+ * reused pid), and the element keeps whatever the dead holder left in it (a
+ * process killed in the middle of its 32-byte store may leave it torn, as
+ * any store of that size would). Pids mean the same only within one pid
+ * namespace: a peer maps the table for direct execution only when the table
+ * header names its own pid namespace. A lock that stays held by a live
+ * process (stopped, or a hostile peer writing its own pid) is waited for at
+ * most the context's operation timeout: the operation then fails with
+ * UCS_ERR_TIMED_OUT and the element is untouched.
+ *
+ * Ordering: taking the lock is an acquire, releasing it a release store, so
+ * the element's bytes are read and written between them by one actor at a
+ * time and every actor sees the previous holder's result.
+ */
+#include "fiatomic_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Spin this often on a held lock before yielding the CPU. */
+#define FIATOMIC_WIDE_SPINS        256
+/* Check the holder's pid after this much waiting, and again as often. */
+#define FIATOMIC_WIDE_CHECK_NS     (1000ull * 1000)
+
+/* A spin-wait hint to the CPU (another hardware thread may hold the lock). */
+static inline void fiatomic_wide_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+/* The owner word of this process: its pid is cached (fork resets it). */
+static pid_t fiatomic_wide_pid;
+static __thread uint32_t fiatomic_wide_seq;
+
+static void fiatomic_wide_atfork_child(void)
+{
+    fiatomic_wide_pid = 0;
+}
+
+static void fiatomic_wide_pid_init(void)
+{
+    pthread_atfork(NULL, NULL, fiatomic_wide_atfork_child);
+}
+
+static uint64_t fiatomic_wide_owner(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pid_t pid                  = __atomic_load_n(&fiatomic_wide_pid,
+                                                 __ATOMIC_RELAXED);
+
+    if (ucs_unlikely(pid == 0)) {
+        pthread_once(&once, fiatomic_wide_pid_init);
+        pid = getpid();
+        __atomic_store_n(&fiatomic_wide_pid, pid, __ATOMIC_RELAXED);
+    }
+    if (ucs_unlikely(fiatomic_wide_seq == 0)) {
+        /* a different start in each thread and process: a reused pid is
+         * unlikely to meet its predecessor's word */
+        fiatomic_wide_seq = (uint32_t)(uintptr_t)&fiatomic_wide_seq ^
+                            (uint32_t)pid ^ (uint32_t)time(NULL);
+    }
+    ++fiatomic_wide_seq;
+    return ((uint64_t)fiatomic_wide_seq << 32) | (uint32_t)pid;
+}
+
+/* The pid namespace of this process (0: unknown). */
+static uint64_t fiatomic_wide_pid_ns(void)
+{
+    static uint64_t ns;
+    struct stat st;
+
+    if ((ns == 0) && (stat("/proc/self/ns/pid", &st) == 0)) {
+        __atomic_store_n(&ns, (uint64_t)st.st_ino ^
+                              ((uint64_t)st.st_dev << 40), __ATOMIC_RELAXED);
+    }
+    return __atomic_load_n(&ns, __ATOMIC_RELAXED);
+}
+
+void fiatomic_wide_locks_init(fiatomic_wide_locks_t *table)
+{
+    memset(table, 0, sizeof(*table));
+    table->pid_ns = fiatomic_wide_pid_ns();
+    __atomic_store_n(&table->layout, FIATOMIC_WIDE_LOCKS_LAYOUT,
+                     __ATOMIC_RELEASE);
+}
+
+fiatomic_wide_locks_t *fiatomic_wide_locks_map(void *ptr)
+{
+    fiatomic_wide_locks_t *table = ptr;
+    uint64_t ns                  = fiatomic_wide_pid_ns();
+
+    if (((uintptr_t)ptr % sizeof(uint64_t)) != 0) {
+        ucs_diag("fiatomic: lock table at a misaligned address %p", ptr);
+        return NULL;
+    }
+    if (__atomic_load_n(&table->layout, __ATOMIC_ACQUIRE) !=
+        FIATOMIC_WIDE_LOCKS_LAYOUT) {
+        ucs_diag("fiatomic: lock table of an unknown layout 0x%" PRIx64,
+                 table->layout);
+        return NULL;
+    }
+    if ((ns == 0) || (table->pid_ns != ns)) {
+        ucs_diag("fiatomic: lock table of another pid namespace: 32-byte "
+                 "elements are executed by the target");
+        return NULL;
+    }
+    return table;
+}
+
+static uint64_t fiatomic_now_coarse_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* Whether the owner named by a lock word can no longer release it. */
+static bool fiatomic_wide_owner_gone(uint64_t word)
+{
+    uint32_t pid = (uint32_t)word;
+
+    if ((pid == 0) || (pid > INT32_MAX)) {
+        return true; /* no process could have written it */
+    }
+    return (kill((pid_t)pid, 0) != 0) && (errno == ESRCH);
+}
+
+static ucs_status_t fiatomic_wide_lock_slow(fiatomic_h fia, uint64_t *lock,
+                                            uint64_t me)
+{
+    uint64_t start = fiatomic_now_coarse_ns(), check = start, now, seen;
+    uint64_t zero;
+    unsigned spins = 0;
+
+    for (;;) {
+        seen = __atomic_load_n(lock, __ATOMIC_RELAXED);
+        if (seen == 0) {
+            zero = 0;
+            if (__atomic_compare_exchange_n(lock, &zero, me, 0,
+                                            __ATOMIC_ACQUIRE,
+                                            __ATOMIC_RELAXED)) {
+                return UCS_OK;
+            }
+            continue;
+        }
+        if (++spins < FIATOMIC_WIDE_SPINS) {
+            fiatomic_wide_relax();
+            continue;
+        }
+        spins = 0;
+        sched_yield(); /* the holder may be waiting for this CPU */
+
+        now = fiatomic_now_coarse_ns();
+        if ((now - check) >= FIATOMIC_WIDE_CHECK_NS) {
+            check = now;
+            if (fiatomic_wide_owner_gone(seen) &&
+                __atomic_compare_exchange_n(lock, &seen, me, 0,
+                                            __ATOMIC_ACQUIRE,
+                                            __ATOMIC_RELAXED)) {
+                ucs_diag("fiatomic: took over the lock of a 32-byte element "
+                         "from pid %u, which is gone", (unsigned)seen);
+                return UCS_OK;
+            }
+        }
+        if ((now - start) >= fia->op_timeout_ns) {
+            return UCS_ERR_TIMED_OUT;
+        }
+    }
+}
+
+static UCS_F_ALWAYS_INLINE ucs_status_t
+fiatomic_wide_lock(fiatomic_h fia, uint64_t *lock, uint64_t me)
+{
+    uint64_t zero = 0;
+
+    if (ucs_likely(__atomic_compare_exchange_n(lock, &zero, me, 0,
+                                               __ATOMIC_ACQUIRE,
+                                               __ATOMIC_RELAXED))) {
+        return UCS_OK;
+    }
+    return fiatomic_wide_lock_slow(fia, lock, me);
+}
+
+static UCS_F_ALWAYS_INLINE void fiatomic_wide_unlock(uint64_t *lock)
+{
+    __atomic_store_n(lock, 0, __ATOMIC_RELEASE);
+}
+
+static UCS_F_ALWAYS_INLINE unsigned fiatomic_wide_index(uint64_t block)
+{
+    /* Fibonacci hashing: neighbouring blocks get unrelated locks */
+    return (unsigned)((block * 0x9e3779b97f4a7c15ull) >>
+                      (64 - FIATOMIC_WIDE_LOCKS_SHIFT));
+}
+
+/* Bytes of an x87 extended value inside its 16-byte storage. */
+#define FIATOMIC_WIDE_X87_BYTES 10
+
+ucs_status_t fiatomic_wide_apply(fiatomic_h fia, const fiatomic_cell_t *cell,
+                                 fiatomic_wide_locks_t *table,
+                                 uint64_t offset, void *ptr,
+                                 const void *operand, const void *compare,
+                                 void *old)
+{
+    uint64_t *words = (table != NULL) ? table->word : fia->wide_locks;
+    uint64_t key    = (table != NULL) ? offset : (uintptr_t)ptr;
+    unsigned first  = fiatomic_wide_index(key >> 5);
+    unsigned second = fiatomic_wide_index((key + 31) >> 5);
+    uint64_t me     = fiatomic_wide_owner();
+    uint8_t value[32];
+    ucs_status_t status;
+    unsigned tmp;
+
+    if (first > second) {
+        tmp    = first;
+        first  = second;
+        second = tmp;
+    }
+    status = fiatomic_wide_lock(fia, &words[first], me);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    if (ucs_unlikely(second != first)) {
+        status = fiatomic_wide_lock(fia, &words[second], me);
+        if (status != UCS_OK) {
+            fiatomic_wide_unlock(&words[first]);
+            return status;
+        }
+    }
+
+    memcpy(old, ptr, sizeof(value));
+    memcpy(value, ptr, sizeof(value));
+    cell->combine(value, operand, compare);
+    if (cell->datatype == FI_LONG_DOUBLE_COMPLEX) {
+        /* two x87 values: their padding is carried over, never written */
+        memcpy(value + FIATOMIC_WIDE_X87_BYTES,
+               (const uint8_t*)old + FIATOMIC_WIDE_X87_BYTES,
+               16 - FIATOMIC_WIDE_X87_BYTES);
+        memcpy(value + 16 + FIATOMIC_WIDE_X87_BYTES,
+               (const uint8_t*)old + 16 + FIATOMIC_WIDE_X87_BYTES,
+               16 - FIATOMIC_WIDE_X87_BYTES);
+    }
+    if (cell->op != FI_ATOMIC_READ) {
+        memcpy(ptr, value, sizeof(value));
+    }
+
+    if (ucs_unlikely(second != first)) {
+        fiatomic_wide_unlock(&words[second]);
+    }
+    fiatomic_wide_unlock(&words[first]);
+    return UCS_OK;
+}
