@@ -254,7 +254,7 @@ typedef struct fiatomic_wide_locks {
     uint64_t layout;       /* FIATOMIC_WIDE_LOCKS_LAYOUT once initialized */
     uint64_t pid_ns;       /* the exposing process's pid namespace */
     uint64_t reserved[6];  /* 0 */
-    uint64_t word[FIATOMIC_WIDE_LOCKS]; /* 0, or (sequence << 32) | pid */
+    uint64_t word[FIATOMIC_WIDE_LOCKS]; /* 0, or the holder's pid */
 } fiatomic_wide_locks_t;
 #define FIATOMIC_WIDE_LOCKS_OFFSET(_length) \
     ((FIATOMIC_STATE_OFFSET(_length) + sizeof(uint64_t) + 63) & ~(uint64_t)63)

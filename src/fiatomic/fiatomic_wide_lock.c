@@ -15,7 +15,8 @@
  *    guards it, and only this process executes its 32-byte elements
  *    (target-side, or direct from the exposing context itself).
  *
- * A lock word is 0 when free, else its owner: (sequence << 32) | pid. The
+ * A lock word is 0 when free, else its owner's pid (the high 32 bits are
+ * 0; a word with any other bits, or pid 0, names no process). The
  * lock for an element is chosen by its offset in the exposed range (the same
  * in every process, unlike its address) hashed over a table of a
  * compile-time size: nothing a peer writes into the table header can make
@@ -27,8 +28,9 @@
  * (nanoseconds), so a waiter spins, then yields, and every millisecond of
  * waiting checks that the owner's pid still exists (kill(pid, 0)); a word
  * whose owner is gone (or that names no valid pid) is taken over with a
- * compare-and-swap on exactly the word seen (the sequence guards against a
- * reused pid), and the element keeps whatever the dead holder left in it (a
+ * compare-and-swap on exactly the word seen (a pid reused between that
+ * check and the swap would take the whole pid space wrapping around in
+ * microseconds), and the element keeps whatever the dead holder left in it (a
  * process killed in the middle of its 32-byte store may leave it torn, as
  * any store of that size would). Pids mean the same only within one pid
  * namespace: a peer maps the table for direct execution only when the table
@@ -67,9 +69,8 @@ static inline void fiatomic_wide_relax(void)
 #endif
 }
 
-/* The owner word of this process: its pid is cached (fork resets it). */
+/* The owner word of this process: its pid, cached (fork resets it). */
 static pid_t fiatomic_wide_pid;
-static __thread uint32_t fiatomic_wide_seq;
 
 static void fiatomic_wide_atfork_child(void)
 {
@@ -81,7 +82,7 @@ static void fiatomic_wide_pid_init(void)
     pthread_atfork(NULL, NULL, fiatomic_wide_atfork_child);
 }
 
-static uint64_t fiatomic_wide_owner(void)
+static UCS_F_ALWAYS_INLINE uint64_t fiatomic_wide_owner(void)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pid_t pid                  = __atomic_load_n(&fiatomic_wide_pid,
@@ -92,14 +93,7 @@ static uint64_t fiatomic_wide_owner(void)
         pid = getpid();
         __atomic_store_n(&fiatomic_wide_pid, pid, __ATOMIC_RELAXED);
     }
-    if (ucs_unlikely(fiatomic_wide_seq == 0)) {
-        /* a different start in each thread and process: a reused pid is
-         * unlikely to meet its predecessor's word */
-        fiatomic_wide_seq = (uint32_t)(uintptr_t)&fiatomic_wide_seq ^
-                            (uint32_t)pid ^ (uint32_t)time(NULL);
-    }
-    ++fiatomic_wide_seq;
-    return ((uint64_t)fiatomic_wide_seq << 32) | (uint32_t)pid;
+    return (uint32_t)pid;
 }
 
 /* The pid namespace of this process (0: unknown). */
@@ -159,7 +153,7 @@ static bool fiatomic_wide_owner_gone(uint64_t word)
 {
     uint32_t pid = (uint32_t)word;
 
-    if ((pid == 0) || (pid > INT32_MAX)) {
+    if ((pid == 0) || (pid > INT32_MAX) || ((word >> 32) != 0)) {
         return true; /* no process could have written it */
     }
     return (kill((pid_t)pid, 0) != 0) && (errno == ESRCH);

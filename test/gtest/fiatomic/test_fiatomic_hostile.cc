@@ -389,8 +389,9 @@ TEST_F(hostile_wide_lock, dead_or_stuck_holder)
     }
     ASSERT_EQ(child, waitpid(child, &wstatus, 0));
     for (unsigned i = 0; i < FIATOMIC_WIDE_LOCKS; ++i) {
-        table->word[i] = ((uint64_t)7 << 32) |
-                         ((i % 2) ? (uint32_t)child : 0u); /* or garbage */
+        /* the dead child's pid, or garbage that names no process */
+        table->word[i] = (i % 2) ? (uint64_t)(uint32_t)child :
+                                   ((uint64_t)7 << 32) | (uint32_t)getpid();
     }
     double t0 = now_sec();
     EXPECT_EQ(UCS_OK, add_one(k, (uintptr_t)&elem[0]));
@@ -401,7 +402,7 @@ TEST_F(hostile_wide_lock, dead_or_stuck_holder)
 
     /* a live process (this one) that never lets go */
     for (unsigned i = 0; i < FIATOMIC_WIDE_LOCKS; ++i) {
-        table->word[i] = ((uint64_t)7 << 32) | (uint32_t)getpid();
+        table->word[i] = (uint32_t)getpid();
     }
     t0 = now_sec();
     EXPECT_EQ(UCS_ERR_TIMED_OUT, add_one(k, (uintptr_t)&elem[0]));
