@@ -74,7 +74,7 @@ static pid_t fiatomic_wide_pid;
 
 static void fiatomic_wide_atfork_child(void)
 {
-    fiatomic_wide_pid = 0;
+    __atomic_store_n(&fiatomic_wide_pid, 0, __ATOMIC_RELAXED);
 }
 
 static void fiatomic_wide_pid_init(void)
@@ -102,7 +102,8 @@ static uint64_t fiatomic_wide_pid_ns(void)
     static uint64_t ns;
     struct stat st;
 
-    if ((ns == 0) && (stat("/proc/self/ns/pid", &st) == 0)) {
+    if ((__atomic_load_n(&ns, __ATOMIC_RELAXED) == 0) &&
+        (stat("/proc/self/ns/pid", &st) == 0)) {
         __atomic_store_n(&ns, (uint64_t)st.st_ino ^
                               ((uint64_t)st.st_dev << 40), __ATOMIC_RELAXED);
     }
