@@ -377,30 +377,6 @@ void fiatomic_ep_keys_reset(fiatomic_ep_h ep)
     }
 }
 
-static fiatomic_key_slot_t *fiatomic_ep_slot_lookup(fiatomic_ep_h ep,
-                                                    uint64_t key)
-{
-    uint64_t index = (key & UINT32_MAX);
-    fiatomic_key_slot_t *slot;
-
-    if ((index == 0) || (index > ep->num_slots)) {
-        return NULL;
-    }
-
-    slot = &ep->slots[index - 1];
-    if ((slot->key == NULL) || (slot->generation != (key >> 32))) {
-        return NULL;
-    }
-    return slot;
-}
-
-fiatomic_rkey_t *fiatomic_ep_key_lookup(fiatomic_ep_h ep, uint64_t key)
-{
-    fiatomic_key_slot_t *slot = fiatomic_ep_slot_lookup(ep, key);
-
-    return (slot != NULL) ? slot->key : NULL;
-}
-
 FIATOMIC_API ucs_status_t fiatomic_rkey_release(fiatomic_ep_h ep, uint64_t key)
 {
     fiatomic_key_slot_t *slot;
@@ -427,17 +403,6 @@ FIATOMIC_API ucs_status_t fiatomic_rkey_release(fiatomic_ep_h ep, uint64_t key)
 
 static void fiatomic_ep_progress_deferred(fiatomic_ep_h ep);
 static void fiatomic_req_complete(fiatomic_req_t *req);
-
-bool fiatomic_key_live(fiatomic_ep_h ep, const fiatomic_rkey_t *key)
-{
-    if (key->same_context) {
-        return fiatomic_region_find(ep->fia, key->region, key->token,
-                                    key->address, key->length) != NULL;
-    } else if (key->state != NULL) {
-        return __atomic_load_n(key->state, __ATOMIC_ACQUIRE) == key->token;
-    }
-    return true; /* only UCP could tell (README, "Security") */
-}
 
 static void fiatomic_ep_start(fiatomic_ep_h ep, fiatomic_req_t *req)
 {

@@ -60,6 +60,47 @@ FIATOMIC_FOREACH_OP(FIATOMIC_DECL_COMBINE_ROW)
 #undef FIATOMIC_DECL_COMBINE_CELL
 
 /* ------------------------------------------------------------------------ */
+/* CPU executors of cells (fiatomic_cpu_cell.c)                              */
+
+/**
+ * Execute the cell's op on the element at ptr with CPU atomics; its old
+ * value goes to *old (element size bytes, naturally aligned). operand and
+ * compare are NULL when the op does not use them.
+ */
+typedef void (*fiatomic_cpu_fn_t)(void *ptr, const void *operand,
+                                  const void *compare, void *old);
+
+/* Element sizes with a CPU executor: all but 32 bytes (long double
+ * complex, executed under a lock: fiatomic_cpu.c). Expands its argument or
+ * not, by a datatype's short name. */
+#define FIATOMIC_IF_CPU_CELL_i8(...)   __VA_ARGS__
+#define FIATOMIC_IF_CPU_CELL_u8(...)   __VA_ARGS__
+#define FIATOMIC_IF_CPU_CELL_i16(...)  __VA_ARGS__
+#define FIATOMIC_IF_CPU_CELL_u16(...)  __VA_ARGS__
+#define FIATOMIC_IF_CPU_CELL_i32(...)  __VA_ARGS__
+#define FIATOMIC_IF_CPU_CELL_u32(...)  __VA_ARGS__
+#define FIATOMIC_IF_CPU_CELL_i64(...)  __VA_ARGS__
+#define FIATOMIC_IF_CPU_CELL_u64(...)  __VA_ARGS__
+#define FIATOMIC_IF_CPU_CELL_f32(...)  __VA_ARGS__
+#define FIATOMIC_IF_CPU_CELL_f64(...)  __VA_ARGS__
+#define FIATOMIC_IF_CPU_CELL_c32(...)  __VA_ARGS__
+#define FIATOMIC_IF_CPU_CELL_c64(...)  __VA_ARGS__
+#define FIATOMIC_IF_CPU_CELL_f80(...)  __VA_ARGS__
+#define FIATOMIC_IF_CPU_CELL_c80(...)
+#define FIATOMIC_IF_CPU_CELL_i128(...) __VA_ARGS__
+#define FIATOMIC_IF_CPU_CELL_u128(...) __VA_ARGS__
+
+#define FIATOMIC_DECL_CPU_CELL(_dt, _T, _U, _sfx, _tcls, _op, _ocls) \
+    FIATOMIC_IF_##_ocls##_##_tcls(FIATOMIC_IF_CPU_CELL_##_sfx( \
+        void fiatomic_cpu_##_op##_##_sfx(void *ptr, const void *operand, \
+                                         const void *compare, void *old);))
+#define FIATOMIC_DECL_CPU_CELL_ROW(_op_enum, _op, _ocls, _fam) \
+    FIATOMIC_FOREACH_DATATYPE(FIATOMIC_DECL_CPU_CELL, _op, _ocls)
+FIATOMIC_FOREACH_OP(FIATOMIC_DECL_CPU_CELL_ROW)
+#undef FIATOMIC_DECL_CPU_CELL_ROW
+#undef FIATOMIC_DECL_CPU_CELL
+
+/* ------------------------------------------------------------------------ */
 /* Cells (fiatomic_matrix.c)                                                 */
 
 /**
@@ -68,6 +109,7 @@ FIATOMIC_FOREACH_OP(FIATOMIC_DECL_COMBINE_ROW)
  */
 typedef struct fiatomic_cell {
     fiatomic_combine_fn_t combine;  /* NULL: not a cell of fi_atomic(3) */
+    fiatomic_cpu_fn_t     cpu;      /* CPU executor; NULL for 32 bytes */
     uint8_t               family;   /* fiatomic_family_t */
     uint8_t               op;       /* enum fi_op */
     uint8_t               datatype; /* enum fi_datatype */
@@ -76,6 +118,7 @@ typedef struct fiatomic_cell {
     uint8_t               tcls;     /* FIATOMIC_TCLS_* */
     int8_t                ucp_op;   /* ucp_atomic_op_t that is exactly the
                                        op on this type, or -1 */
+    uint16_t              index;    /* in fiatomic_cells, flattened */
 } fiatomic_cell_t;
 
 extern const fiatomic_cell_t
@@ -451,12 +494,6 @@ void fiatomic_req_cache_purge(fiatomic_h fia);
 void fiatomic_ep_submit(fiatomic_ep_h ep, fiatomic_req_t *req);
 /** A started request completed: drives fences, flushes and zombie eps. */
 void fiatomic_ep_req_done(fiatomic_ep_h ep, fiatomic_req_t *req);
-fiatomic_rkey_t *fiatomic_ep_key_lookup(fiatomic_ep_h ep, uint64_t key);
-/** Whether the memory of a key is still exposed, where this process can
- *  tell (always true where it cannot). Operations of strategies other than
- *  target (whose target checks itself) on a key of unexposed memory fail
- *  with UCS_ERR_INVALID_PARAM and change nothing. */
-bool fiatomic_key_live(fiatomic_ep_h ep, const fiatomic_rkey_t *key);
 void fiatomic_ep_inflight_add(fiatomic_ep_h ep);
 void fiatomic_ep_inflight_remove(fiatomic_ep_h ep);
 /* fiatomic_order.c */
@@ -538,7 +575,7 @@ static inline fiatomic_strategy_t
 fiatomic_select_cached(fiatomic_ep_h ep, fiatomic_rkey_t *key,
                        const fiatomic_cell_t *cell)
 {
-    uint8_t *cached = &key->strategy[cell->family][cell->op][cell->datatype];
+    uint8_t *cached = (uint8_t*)key->strategy + cell->index;
 
     if (ucs_unlikely(*cached == FIATOMIC_STRATEGY_LAST)) {
         *cached = fiatomic_select_for_key(ep, key, cell);
@@ -713,6 +750,53 @@ bool fiatomic_cb_enter_am(fiatomic_h fia, ucp_am_recv_callback_t fn,
                           void *arg, void *data, size_t length,
                           const ucp_am_recv_param_t *param,
                           ucs_status_t *status_p);
+
+/* ------------------------------------------------------------------------ */
+/* Keys (fiatomic_ep.c), inline: every operation looks its key up          */
+
+/** The slot of a user's key, or NULL when it names none (never unpacked,
+ *  released, or out of range). */
+static inline fiatomic_key_slot_t *
+fiatomic_ep_slot_lookup(fiatomic_ep_h ep, uint64_t key)
+{
+    uint64_t index = (key & UINT32_MAX);
+    fiatomic_key_slot_t *slot;
+
+    if (ucs_unlikely((index == 0) || (index > ep->num_slots))) {
+        return NULL;
+    }
+
+    slot = &ep->slots[index - 1];
+    if (ucs_unlikely((slot->key == NULL) ||
+                     (slot->generation != (key >> 32)))) {
+        return NULL;
+    }
+    return slot;
+}
+
+static inline fiatomic_rkey_t *fiatomic_ep_key_lookup(fiatomic_ep_h ep,
+                                                      uint64_t key)
+{
+    fiatomic_key_slot_t *slot = fiatomic_ep_slot_lookup(ep, key);
+
+    return (slot != NULL) ? slot->key : NULL;
+}
+
+/** Whether the memory of a key is still exposed, where this process can
+ *  tell (always true where it cannot). Operations of strategies other than
+ *  target (whose target checks itself) on a key of unexposed memory fail
+ *  with UCS_ERR_INVALID_PARAM and change nothing. */
+static inline bool fiatomic_key_live(fiatomic_ep_h ep,
+                                     const fiatomic_rkey_t *key)
+{
+    if (key->same_context) {
+        return fiatomic_region_find(ep->fia, key->region, key->token,
+                                    key->address, key->length) != NULL;
+    } else if (key->state != NULL) {
+        return __atomic_load_n(key->state, __ATOMIC_ACQUIRE) == key->token;
+    }
+    return true; /* only UCP could tell (README, "Security") */
+}
 
 #define FIATOMIC_CB_ENTER_SEND(_fia, _fn, _request, _status, _user_data, \
                                _locked) \

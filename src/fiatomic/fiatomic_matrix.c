@@ -65,13 +65,16 @@ _Static_assert((int)FIATOMIC_DATATYPE_COUNT == (int)FI_UINT128 + 1,
 #define FIATOMIC_CELL_INIT(_family, _op_enum, _op, _dt, _T, _sfx, _tcls) \
     [_family][_op_enum][_dt] = { \
         .combine  = fiatomic_combine_##_op##_##_sfx, \
+        FIATOMIC_IF_CPU_CELL_##_sfx(.cpu = fiatomic_cpu_##_op##_##_sfx,) \
         .family   = _family, \
         .op       = _op_enum, \
         .datatype = _dt, \
         .size     = sizeof(_T), \
         .align    = (sizeof(_T) > 16) ? 16 : sizeof(_T), \
         .tcls     = FIATOMIC_TCLS_##_tcls, \
-        .ucp_op   = FIATOMIC_CELL_UCP_OP(_op, _T, _tcls) \
+        .ucp_op   = FIATOMIC_CELL_UCP_OP(_op, _T, _tcls), \
+        .index    = ((_family) * FIATOMIC_OP_COUNT + (_op_enum)) * \
+                    FIATOMIC_DATATYPE_COUNT + (_dt) \
     },
 
 #define FIATOMIC_CELL_OF_DT(_dt, _T, _U, _sfx, _tcls, _op_enum, _op, _ocls, \

@@ -523,6 +523,93 @@ static uint64_t fiatomic_param_flags(const fiatomic_request_param_t *param)
            param->flags : 0;
 }
 
+/* Flags the single-element direct path takes: what a call done in place,
+ * before it returns, meets anyway. Anything else (FI_FENCE, bits that are
+ * no flag of an operation) goes the general way, which judges it. */
+#define FIATOMIC_ONE_DIRECT_FLAGS (FI_INJECT | FI_COMPLETION | FI_MORE | \
+                                   FI_TRANSMIT_COMPLETE | \
+                                   FI_INJECT_COMPLETE | \
+                                   FI_DELIVERY_COMPLETE)
+
+/*
+ * The fast path of the plain calls: one element of a cell with a CPU
+ * executor, on a key whose strategy for the cell is direct, on a
+ * single-threaded context with nothing deferred. It makes every check of
+ * fiatomic_call_check() and fiatomic_post_plain_locked() for such a call
+ * (nothing else reaches memory), on the call's own arguments without
+ * building a fiatomic_call_t, then executes the element in place, its old
+ * value straight into the caller's result. Returns false, having changed
+ * nothing, for any other call: the general path then checks it again and
+ * reports what is wrong, or runs it another way.
+ */
+static UCS_F_ALWAYS_INLINE bool
+fiatomic_post_one_direct(fiatomic_ep_h ep, fiatomic_family_t family, int op,
+                         int datatype, const void *buf, size_t count,
+                         const void *compare, void *result, uint64_t addr,
+                         uint64_t key_id,
+                         const fiatomic_request_param_t *param)
+{
+    uint64_t scratch[2]; /* the old value of a base-family call */
+    const fiatomic_cell_t *cell;
+    fiatomic_rkey_t *key;
+    uintptr_t misaligned;
+    uint64_t offset;
+
+    if (ucs_unlikely((ep == NULL) || ep->fia->mt || ep->destroyed ||
+                     (count != 1) ||
+                     (fiatomic_param_flags(param) &
+                      ~FIATOMIC_ONE_DIRECT_FLAGS) ||
+                     !ucs_list_is_empty(&ep->deferred))) {
+        return false;
+    }
+
+    cell = fiatomic_cell_get(family, op, datatype);
+    if (ucs_unlikely((cell == NULL) || (cell->cpu == NULL))) {
+        return false;
+    }
+
+    /* operands and result: present and naturally aligned */
+    misaligned = cell->align - 1;
+    if (ucs_unlikely(((op != FI_ATOMIC_READ) &&
+                      ((buf == NULL) || ((uintptr_t)buf & misaligned))) ||
+                     ((family == FIATOMIC_FAMILY_COMPARE) &&
+                      ((compare == NULL) ||
+                       ((uintptr_t)compare & misaligned))) ||
+                     ((family != FIATOMIC_FAMILY_BASE) &&
+                      ((result == NULL) ||
+                       ((uintptr_t)result & misaligned))))) {
+        return false;
+    }
+
+    /* the element: a known key, aligned, inside the exposed range (a
+     * context's max_count is 1 at least) */
+    key = fiatomic_ep_key_lookup(ep, key_id);
+    if (ucs_unlikely((key == NULL) || (addr & misaligned) ||
+                     (addr < key->address))) {
+        return false;
+    }
+    offset = addr - key->address;
+    if (ucs_unlikely((offset > key->length) ||
+                     (key->length - offset < cell->size))) {
+        return false;
+    }
+
+    /* direct, nothing earlier to wait for, the memory still exposed */
+    if (ucs_unlikely((fiatomic_select_cached(ep, key, cell) !=
+                      FIATOMIC_STRATEGY_DIRECT) ||
+                     ((ep->msg_order != 0) && (ep->ops_inflight != 0)) ||
+                     !fiatomic_key_live(ep, key))) {
+        return false;
+    }
+
+    cell->cpu(key->local_base + offset,
+              (op != FI_ATOMIC_READ) ? buf : NULL,
+              (family == FIATOMIC_FAMILY_COMPARE) ? compare : NULL,
+              (family != FIATOMIC_FAMILY_BASE) ? result : (void*)scratch);
+    fiatomic_cntr_count(ep, UCS_OK);
+    return true; /* done, in place: no request, no callback */
+}
+
 /* What every form fills: the cell, the operands, the remote segments. */
 static void fiatomic_call_init(fiatomic_call_t *call, fiatomic_family_t family,
                                int op, int datatype, const struct fi_ioc *iov,
@@ -541,6 +628,34 @@ static void fiatomic_call_init(fiatomic_call_t *call, fiatomic_family_t family,
     call->rma_iov_count = rma_iov_count;
     call->flags         = flags | fiatomic_param_flags(param);
     call->param         = param;
+}
+
+/* A plain call of one segment (fi_atomic, fi_fetch_atomic,
+ * fi_compare_atomic forms) the fast path did not take. Out of line: the
+ * fast path's callers keep a small frame. */
+static UCS_F_NOINLINE ucs_status_ptr_t
+fiatomic_post_one(fiatomic_ep_h ep, fiatomic_family_t family, int op,
+                  int datatype, const void *buf, size_t count,
+                  const void *compare, void *result, uint64_t addr,
+                  uint64_t key, const fiatomic_request_param_t *param)
+{
+    struct fi_ioc iov     = {(void*)buf, count};
+    struct fi_ioc cmp     = {(void*)compare, count};
+    struct fi_ioc res     = {result, count};
+    struct fi_rma_ioc rma = {addr, count, key};
+    fiatomic_call_t call;
+
+    fiatomic_call_init(&call, family, op, datatype, &iov, 1, &rma, 1, 0,
+                       param);
+    if (family == FIATOMIC_FAMILY_COMPARE) {
+        call.comparev      = &cmp;
+        call.compare_count = 1;
+    }
+    if (family != FIATOMIC_FAMILY_BASE) {
+        call.resultv      = &res;
+        call.result_count = 1;
+    }
+    return fiatomic_post_plain(ep, &call);
 }
 
 /* The *msg forms: msg->context is the callback's default user_data. */
@@ -579,13 +694,12 @@ fiatomic_atomic_nbx(fiatomic_ep_h ep, const void *buf, size_t count,
                     uint64_t addr, uint64_t key, enum fi_datatype datatype,
                     enum fi_op op, const fiatomic_request_param_t *param)
 {
-    struct fi_ioc iov     = {(void*)buf, count};
-    struct fi_rma_ioc rma = {addr, count, key};
-    fiatomic_call_t call;
-
-    fiatomic_call_init(&call, FIATOMIC_FAMILY_BASE, op, datatype, &iov, 1,
-                       &rma, 1, 0, param);
-    return fiatomic_post_plain(ep, &call);
+    if (fiatomic_post_one_direct(ep, FIATOMIC_FAMILY_BASE, op, datatype, buf,
+                                 count, NULL, NULL, addr, key, param)) {
+        return NULL;
+    }
+    return fiatomic_post_one(ep, FIATOMIC_FAMILY_BASE, op, datatype, buf,
+                             count, NULL, NULL, addr, key, param);
 }
 
 FIATOMIC_API ucs_status_ptr_t
@@ -619,6 +733,11 @@ fiatomic_inject_atomic(fiatomic_ep_h ep, const void *buf, size_t count,
     fiatomic_call_t call;
     ucs_status_ptr_t sptr;
 
+    if (fiatomic_post_one_direct(ep, FIATOMIC_FAMILY_BASE, op, datatype, buf,
+                                 count, NULL, NULL, addr, key, NULL)) {
+        return UCS_OK;
+    }
+
     fiatomic_call_init(&call, FIATOMIC_FAMILY_BASE, op, datatype, &iov, 1,
                        &rma, 1, FI_INJECT, NULL);
     call.is_inject = true;
@@ -637,16 +756,12 @@ fiatomic_fetch_atomic_nbx(fiatomic_ep_h ep, const void *buf, size_t count,
                           enum fi_datatype datatype, enum fi_op op,
                           const fiatomic_request_param_t *param)
 {
-    struct fi_ioc iov     = {(void*)buf, count};
-    struct fi_ioc res     = {result, count};
-    struct fi_rma_ioc rma = {addr, count, key};
-    fiatomic_call_t call;
-
-    fiatomic_call_init(&call, FIATOMIC_FAMILY_FETCH, op, datatype, &iov, 1,
-                       &rma, 1, 0, param);
-    call.resultv      = &res;
-    call.result_count = 1;
-    return fiatomic_post_plain(ep, &call);
+    if (fiatomic_post_one_direct(ep, FIATOMIC_FAMILY_FETCH, op, datatype, buf,
+                                 count, NULL, result, addr, key, param)) {
+        return NULL;
+    }
+    return fiatomic_post_one(ep, FIATOMIC_FAMILY_FETCH, op, datatype, buf,
+                             count, NULL, result, addr, key, param);
 }
 
 FIATOMIC_API ucs_status_ptr_t
@@ -687,19 +802,13 @@ fiatomic_compare_atomic_nbx(fiatomic_ep_h ep, const void *buf, size_t count,
                             enum fi_op op,
                             const fiatomic_request_param_t *param)
 {
-    struct fi_ioc iov     = {(void*)buf, count};
-    struct fi_ioc cmp     = {(void*)compare, count};
-    struct fi_ioc res     = {result, count};
-    struct fi_rma_ioc rma = {addr, count, key};
-    fiatomic_call_t call;
-
-    fiatomic_call_init(&call, FIATOMIC_FAMILY_COMPARE, op, datatype, &iov, 1,
-                       &rma, 1, 0, param);
-    call.comparev      = &cmp;
-    call.compare_count = 1;
-    call.resultv       = &res;
-    call.result_count  = 1;
-    return fiatomic_post_plain(ep, &call);
+    if (fiatomic_post_one_direct(ep, FIATOMIC_FAMILY_COMPARE, op, datatype,
+                                 buf, count, compare, result, addr, key,
+                                 param)) {
+        return NULL;
+    }
+    return fiatomic_post_one(ep, FIATOMIC_FAMILY_COMPARE, op, datatype, buf,
+                             count, compare, result, addr, key, param);
 }
 
 FIATOMIC_API ucs_status_ptr_t
