@@ -177,7 +177,7 @@ block goals
 echo
 echo "## Why the goals that are not met are not met"
 echo
-if not_met 'native-(latency|rate)-vs-ucp|cell-latency-vs-fadd' 'posix|sysv'; then
+if not_met '(native|direct)-(latency|rate)-vs-ucp|cell-latency-vs-fadd|wide16-latency-vs-fadd' 'posix|sysv'; then
 typ() { # typ <run> <stage>: typical latency of a stage ("Final:", ...)
     awk -v st="$2" 'index($0, st) == 1 { n = split(st, w, " ");
                     print $(n + 2); exit }' "$tmp/$1.out"
