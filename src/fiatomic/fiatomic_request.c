@@ -137,30 +137,14 @@ void fiatomic_elem_done(fiatomic_elem_t *elem, ucs_status_t status)
     }
 }
 
-FIATOMIC_API ucs_status_t fiatomic_request_check_status(void *request)
+/* Checking a request that may be overdue, or on a multi-threaded context:
+ * out of line, so that the polling answers below need no stack frame. */
+static UCS_F_NOINLINE ucs_status_t
+fiatomic_request_check_slow(fiatomic_req_t *req)
 {
-    fiatomic_req_t *req = request;
+    fiatomic_h fia = req->fia;
     ucs_status_t status;
-    fiatomic_h fia;
     bool locked;
-
-    if (req == NULL) {
-        return UCS_ERR_INVALID_PARAM;
-    }
-
-    /* The answers of a polling loop, a few instructions each on a
-     * single-threaded context: done, or in progress with no target-side
-     * message of its endpoint to watch (a window of requests is tested
-     * over and over while the network works). */
-    fia = req->fia;
-    if (ucs_likely(!fia->mt)) {
-        if (req->flags & FIATOMIC_REQ_F_COMPLETED) {
-            return req->status;
-        } else if ((req->ep != NULL) &&
-                   ucs_list_is_empty(&req->ep->am_pending)) {
-            return UCS_INPROGRESS;
-        }
-    }
 
     locked = fiatomic_enter(fia);
     if (!(req->flags & FIATOMIC_REQ_F_COMPLETED)) {
@@ -176,6 +160,29 @@ FIATOMIC_API ucs_status_t fiatomic_request_check_status(void *request)
                                                        UCS_INPROGRESS;
     fiatomic_leave(fia, locked);
     return status;
+}
+
+FIATOMIC_API ucs_status_t fiatomic_request_check_status(void *request)
+{
+    fiatomic_req_t *req = request;
+
+    if (req == NULL) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    /* The answers of a polling loop, a few instructions each on a
+     * single-threaded context: done, or in progress with no target-side
+     * message of its endpoint to watch (a window of requests is tested
+     * over and over while the network works). */
+    if (ucs_likely(!req->fia->mt)) {
+        if (req->flags & FIATOMIC_REQ_F_COMPLETED) {
+            return req->status;
+        } else if ((req->ep != NULL) &&
+                   ucs_list_is_empty(&req->ep->am_pending)) {
+            return UCS_INPROGRESS;
+        }
+    }
+    return fiatomic_request_check_slow(req);
 }
 
 FIATOMIC_API void fiatomic_request_free(void *request)
