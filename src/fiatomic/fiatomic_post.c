@@ -523,93 +523,6 @@ static uint64_t fiatomic_param_flags(const fiatomic_request_param_t *param)
            param->flags : 0;
 }
 
-/* Flags the single-element direct path takes: what a call done in place,
- * before it returns, meets anyway. Anything else (FI_FENCE, bits that are
- * no flag of an operation) goes the general way, which judges it. */
-#define FIATOMIC_ONE_DIRECT_FLAGS (FI_INJECT | FI_COMPLETION | FI_MORE | \
-                                   FI_TRANSMIT_COMPLETE | \
-                                   FI_INJECT_COMPLETE | \
-                                   FI_DELIVERY_COMPLETE)
-
-/*
- * The fast path of the plain calls: one element of a cell with a CPU
- * executor, on a key whose strategy for the cell is direct, on a
- * single-threaded context with nothing deferred. It makes every check of
- * fiatomic_call_check() and fiatomic_post_plain_locked() for such a call
- * (nothing else reaches memory), on the call's own arguments without
- * building a fiatomic_call_t, then executes the element in place, its old
- * value straight into the caller's result. Returns false, having changed
- * nothing, for any other call: the general path then checks it again and
- * reports what is wrong, or runs it another way.
- */
-static UCS_F_ALWAYS_INLINE bool
-fiatomic_post_one_direct(fiatomic_ep_h ep, fiatomic_family_t family, int op,
-                         int datatype, const void *buf, size_t count,
-                         const void *compare, void *result, uint64_t addr,
-                         uint64_t key_id,
-                         const fiatomic_request_param_t *param)
-{
-    uint64_t scratch[2]; /* the old value of a base-family call */
-    const fiatomic_cell_t *cell;
-    fiatomic_rkey_t *key;
-    uintptr_t misaligned;
-    uint64_t offset;
-
-    if (ucs_unlikely((ep == NULL) || ep->fia->mt || ep->destroyed ||
-                     (count != 1) ||
-                     (fiatomic_param_flags(param) &
-                      ~FIATOMIC_ONE_DIRECT_FLAGS) ||
-                     !ucs_list_is_empty(&ep->deferred))) {
-        return false;
-    }
-
-    cell = fiatomic_cell_get(family, op, datatype);
-    if (ucs_unlikely((cell == NULL) || (cell->cpu == NULL))) {
-        return false;
-    }
-
-    /* operands and result: present and naturally aligned */
-    misaligned = cell->align - 1;
-    if (ucs_unlikely(((op != FI_ATOMIC_READ) &&
-                      ((buf == NULL) || ((uintptr_t)buf & misaligned))) ||
-                     ((family == FIATOMIC_FAMILY_COMPARE) &&
-                      ((compare == NULL) ||
-                       ((uintptr_t)compare & misaligned))) ||
-                     ((family != FIATOMIC_FAMILY_BASE) &&
-                      ((result == NULL) ||
-                       ((uintptr_t)result & misaligned))))) {
-        return false;
-    }
-
-    /* the element: a known key, aligned, inside the exposed range (a
-     * context's max_count is 1 at least) */
-    key = fiatomic_ep_key_lookup(ep, key_id);
-    if (ucs_unlikely((key == NULL) || (addr & misaligned) ||
-                     (addr < key->address))) {
-        return false;
-    }
-    offset = addr - key->address;
-    if (ucs_unlikely((offset > key->length) ||
-                     (key->length - offset < cell->size))) {
-        return false;
-    }
-
-    /* direct, nothing earlier to wait for, the memory still exposed */
-    if (ucs_unlikely((fiatomic_select_cached(ep, key, cell) !=
-                      FIATOMIC_STRATEGY_DIRECT) ||
-                     ((ep->msg_order != 0) && (ep->ops_inflight != 0)) ||
-                     !fiatomic_key_live(ep, key))) {
-        return false;
-    }
-
-    cell->cpu(key->local_base + offset,
-              (op != FI_ATOMIC_READ) ? buf : NULL,
-              (family == FIATOMIC_FAMILY_COMPARE) ? compare : NULL,
-              (family != FIATOMIC_FAMILY_BASE) ? result : (void*)scratch);
-    fiatomic_cntr_count(ep, UCS_OK);
-    return true; /* done, in place: no request, no callback */
-}
-
 /* What every form fills: the cell, the operands, the remote segments. */
 static void fiatomic_call_init(fiatomic_call_t *call, fiatomic_family_t family,
                                int op, int datatype, const struct fi_ioc *iov,
@@ -658,6 +571,97 @@ fiatomic_post_one(fiatomic_ep_h ep, fiatomic_family_t family, int op,
     return fiatomic_post_plain(ep, &call);
 }
 
+/* Flags the single-element direct path takes: what a call done in place,
+ * before it returns, meets anyway. Anything else (FI_FENCE, bits that are
+ * no flag of an operation) goes the general way, which judges it. */
+#define FIATOMIC_ONE_DIRECT_FLAGS (FI_INJECT | FI_COMPLETION | FI_MORE | \
+                                   FI_TRANSMIT_COMPLETE | \
+                                   FI_INJECT_COMPLETE | \
+                                   FI_DELIVERY_COMPLETE)
+
+/*
+ * The plain calls (fi_atomic, fi_fetch_atomic, fi_compare_atomic forms):
+ * first the fast path, one element of a cell with a CPU executor, on a key
+ * whose strategy for the cell is direct, on a single-threaded context with
+ * nothing deferred. It makes every check of fiatomic_call_check() and
+ * fiatomic_post_plain_locked() for such a call (nothing else reaches
+ * memory), on the call's own arguments without building a fiatomic_call_t,
+ * then executes the element in place, its old value straight into the
+ * caller's result. Any other call goes, unchanged, to fiatomic_post_one()
+ * (a tail call: the fast path keeps no stack frame for it), which checks it
+ * again and reports what is wrong, or runs it another way.
+ */
+static UCS_F_ALWAYS_INLINE ucs_status_ptr_t
+fiatomic_post_one_fast(fiatomic_ep_h ep, fiatomic_family_t family, int op,
+                       int datatype, const void *buf, size_t count,
+                       const void *compare, void *result, uint64_t addr,
+                       uint64_t key_id, const fiatomic_request_param_t *param)
+{
+    uint64_t scratch[2]; /* the old value of a base-family call */
+    const fiatomic_cell_t *cell;
+    fiatomic_rkey_t *key;
+    uintptr_t misaligned;
+    uint64_t offset;
+
+    if (ucs_unlikely((ep == NULL) || ep->fia->mt || ep->destroyed ||
+                     (count != 1) ||
+                     (fiatomic_param_flags(param) &
+                      ~FIATOMIC_ONE_DIRECT_FLAGS) ||
+                     !ucs_list_is_empty(&ep->deferred))) {
+        goto general;
+    }
+
+    cell = fiatomic_cell_get(family, op, datatype);
+    if (ucs_unlikely((cell == NULL) || (cell->cpu == NULL))) {
+        goto general;
+    }
+
+    /* operands and result: present and naturally aligned */
+    misaligned = cell->align - 1;
+    if (ucs_unlikely(((op != FI_ATOMIC_READ) &&
+                      ((buf == NULL) || ((uintptr_t)buf & misaligned))) ||
+                     ((family == FIATOMIC_FAMILY_COMPARE) &&
+                      ((compare == NULL) ||
+                       ((uintptr_t)compare & misaligned))) ||
+                     ((family != FIATOMIC_FAMILY_BASE) &&
+                      ((result == NULL) ||
+                       ((uintptr_t)result & misaligned))))) {
+        goto general;
+    }
+
+    /* the element: a known key, aligned, inside the exposed range (a
+     * context's max_count is 1 at least) */
+    key = fiatomic_ep_key_lookup(ep, key_id);
+    if (ucs_unlikely((key == NULL) || (addr & misaligned) ||
+                     (addr < key->address))) {
+        goto general;
+    }
+    offset = addr - key->address;
+    if (ucs_unlikely((offset > key->length) ||
+                     (key->length - offset < cell->size))) {
+        goto general;
+    }
+
+    /* direct, nothing earlier to wait for, the memory still exposed */
+    if (ucs_unlikely((fiatomic_select_cached(ep, key, cell) !=
+                      FIATOMIC_STRATEGY_DIRECT) ||
+                     ((ep->msg_order != 0) && (ep->ops_inflight != 0)) ||
+                     !fiatomic_key_live(ep, key))) {
+        goto general;
+    }
+
+    cell->cpu(key->local_base + offset,
+              (op != FI_ATOMIC_READ) ? buf : NULL,
+              (family == FIATOMIC_FAMILY_COMPARE) ? compare : NULL,
+              (family != FIATOMIC_FAMILY_BASE) ? result : (void*)scratch);
+    fiatomic_cntr_count(ep, UCS_OK);
+    return NULL; /* done, in place: no request, no callback */
+
+general:
+    return fiatomic_post_one(ep, family, op, datatype, buf, count, compare,
+                             result, addr, key_id, param);
+}
+
 /* The *msg forms: msg->context is the callback's default user_data. */
 static ucs_status_ptr_t fiatomic_post_msg(fiatomic_ep_h ep,
                                           fiatomic_family_t family,
@@ -694,12 +698,8 @@ fiatomic_atomic_nbx(fiatomic_ep_h ep, const void *buf, size_t count,
                     uint64_t addr, uint64_t key, enum fi_datatype datatype,
                     enum fi_op op, const fiatomic_request_param_t *param)
 {
-    if (fiatomic_post_one_direct(ep, FIATOMIC_FAMILY_BASE, op, datatype, buf,
-                                 count, NULL, NULL, addr, key, param)) {
-        return NULL;
-    }
-    return fiatomic_post_one(ep, FIATOMIC_FAMILY_BASE, op, datatype, buf,
-                             count, NULL, NULL, addr, key, param);
+    return fiatomic_post_one_fast(ep, FIATOMIC_FAMILY_BASE, op, datatype, buf,
+                                  count, NULL, NULL, addr, key, param);
 }
 
 FIATOMIC_API ucs_status_ptr_t
@@ -733,11 +733,6 @@ fiatomic_inject_atomic(fiatomic_ep_h ep, const void *buf, size_t count,
     fiatomic_call_t call;
     ucs_status_ptr_t sptr;
 
-    if (fiatomic_post_one_direct(ep, FIATOMIC_FAMILY_BASE, op, datatype, buf,
-                                 count, NULL, NULL, addr, key, NULL)) {
-        return UCS_OK;
-    }
-
     fiatomic_call_init(&call, FIATOMIC_FAMILY_BASE, op, datatype, &iov, 1,
                        &rma, 1, FI_INJECT, NULL);
     call.is_inject = true;
@@ -756,12 +751,8 @@ fiatomic_fetch_atomic_nbx(fiatomic_ep_h ep, const void *buf, size_t count,
                           enum fi_datatype datatype, enum fi_op op,
                           const fiatomic_request_param_t *param)
 {
-    if (fiatomic_post_one_direct(ep, FIATOMIC_FAMILY_FETCH, op, datatype, buf,
-                                 count, NULL, result, addr, key, param)) {
-        return NULL;
-    }
-    return fiatomic_post_one(ep, FIATOMIC_FAMILY_FETCH, op, datatype, buf,
-                             count, NULL, result, addr, key, param);
+    return fiatomic_post_one_fast(ep, FIATOMIC_FAMILY_FETCH, op, datatype,
+                                  buf, count, NULL, result, addr, key, param);
 }
 
 FIATOMIC_API ucs_status_ptr_t
@@ -802,13 +793,9 @@ fiatomic_compare_atomic_nbx(fiatomic_ep_h ep, const void *buf, size_t count,
                             enum fi_op op,
                             const fiatomic_request_param_t *param)
 {
-    if (fiatomic_post_one_direct(ep, FIATOMIC_FAMILY_COMPARE, op, datatype,
-                                 buf, count, compare, result, addr, key,
-                                 param)) {
-        return NULL;
-    }
-    return fiatomic_post_one(ep, FIATOMIC_FAMILY_COMPARE, op, datatype, buf,
-                             count, compare, result, addr, key, param);
+    return fiatomic_post_one_fast(ep, FIATOMIC_FAMILY_COMPARE, op, datatype,
+                                  buf, count, compare, result, addr, key,
+                                  param);
 }
 
 FIATOMIC_API ucs_status_ptr_t
