@@ -25,6 +25,8 @@
  */
 #include "fiatomic_int.h"
 
+#include "fiatomic_combine_expr.h"
+
 #include <string.h>
 
 typedef unsigned __int128 fiatomic_cpu_u128_t;
@@ -183,14 +185,24 @@ fiatomic_cpu_exec(int op, size_t size, int tcls, int datatype,
     }
 }
 
+/* Each executor with its own copy of the cell's arithmetic, inlined into
+ * its loop (the same expressions as fiatomic_combine.c's functions). */
 #define FIATOMIC_CPU_CELL_FN(_dt, _T, _U, _sfx, _tcls, _op_enum, _op, \
                              _ocls, _fam) \
     FIATOMIC_IF_##_ocls##_##_tcls(FIATOMIC_IF_CPU_CELL_##_sfx( \
+        static UCS_F_ALWAYS_INLINE void \
+        fiatomic_cpu_combine_##_op##_##_sfx(void *value, \
+                                            const void *operand, \
+                                            const void *compare) \
+        { \
+            FIATOMIC_COMBINE_BODY(_T, _U, _tcls, _op, value, operand, \
+                                  compare); \
+        } \
         void fiatomic_cpu_##_op##_##_sfx(void *ptr, const void *operand, \
                                          const void *compare, void *old) \
         { \
             fiatomic_cpu_exec(_op_enum, sizeof(_T), FIATOMIC_TCLS_##_tcls, \
-                              _dt, fiatomic_combine_##_op##_##_sfx, ptr, \
+                              _dt, fiatomic_cpu_combine_##_op##_##_sfx, ptr, \
                               operand, compare, old); \
         }))
 #define FIATOMIC_CPU_CELL_FNS_OF_OP(_op_enum, _op, _ocls, _fam) \
