@@ -649,6 +649,7 @@ fiatomic_post_one_fast(fiatomic_ep_h ep, fiatomic_family_t family, int op,
                      !fiatomic_key_live(ep, key))) {
         goto general;
     }
+    fiatomic_trace_call(ep, key, cell, 1, FIATOMIC_STRATEGY_DIRECT);
 
     cell->cpu(key->local_base + offset,
               (op != FI_ATOMIC_READ) ? buf : NULL,
