@@ -18,8 +18,6 @@
 /* Bytes of an x87 extended value inside its 16-byte storage. */
 #define FIATOMIC_X87_VALUE_BYTES 10
 
-}
-
 void fiatomic_clear_padding(int datatype, void *value)
 {
     uint8_t *p = value;
