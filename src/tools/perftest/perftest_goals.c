@@ -368,14 +368,15 @@ static int perf_filter_16_bytes(perf_goals_t *g, const perf_row_t *row)
     return fiatomic_ref_datatype_size(row->cell.datatype) == 16;
 }
 
-/* wide16-latency-vs-fadd: shared memory, every cell of 16-byte elements
- * (int128, double complex, long double: one cmpxchg16b) <= 1.5x native
- * fetch-add */
-static void perf_goal_wide16(perf_goals_t *g)
+/* A latency goal of the cells that pass filter against the native fetch-add
+ * (raw UCP, u64), one call at a time */
+static void perf_goal_latency_vs_fadd(perf_goals_t *g, const char *name,
+                                      const char *what,
+                                      perf_cell_filter_t filter, double limit)
 {
     static perf_cell_t cells[FIATOMIC_REF_DATATYPE_COUNT *
                              FIATOMIC_REF_OP_COUNT * FIATOMIC_FAMILY_LAST];
-    unsigned n = perf_goal_cells(g, perf_filter_16_bytes, cells,
+    unsigned n = perf_goal_cells(g, filter, cells,
                                  sizeof(cells) / sizeof(cells[0]));
     perf_sweep_t sw;
 
@@ -386,20 +387,28 @@ static void perf_goal_wide16(perf_goals_t *g)
     sw.window   = 1;
     sw.iters    = g->iters;
     sw.at_most  = 1;
-    sw.limit    = 1.5;
-    perf_goal_sweep(g, "wide16-latency-vs-fadd",
-                    "16-byte cells: latency / native fetch-add", &sw, cells,
-                    n);
+    sw.limit    = limit;
+    perf_goal_sweep(g, name, what, &sw, cells, n);
 }
 
-/* cell-latency-vs-fadd, speedup-vs-ofi-shm: shared memory, every cell
- * <= 2x native fetch-add, >= 5x faster than libfabric shm */
+/* wide16-latency-vs-fadd: shared memory, every cell of 16-byte elements
+ * (int128, double complex, long double: one cmpxchg16b) <= 1.5x native
+ * fetch-add */
+static void perf_goal_wide16(perf_goals_t *g)
+{
+    perf_goal_latency_vs_fadd(g, "wide16-latency-vs-fadd",
+                              "16-byte cells: latency / native fetch-add",
+                              perf_filter_16_bytes, 1.5);
+}
+
+/* cell-latency-vs-fadd, cell32-latency-vs-fadd, speedup-vs-ofi-shm: shared
+ * memory, every cell and the 32-byte cells alone <= 2x native fetch-add,
+ * every cell >= 5x faster than libfabric shm */
 static void perf_goal_shm(perf_goals_t *g)
 {
     static perf_cell_t cells[FIATOMIC_REF_DATATYPE_COUNT *
                              FIATOMIC_REF_OP_COUNT * FIATOMIC_FAMILY_LAST];
-    unsigned n = perf_goal_cells(g, perf_filter_all, cells,
-                                 sizeof(cells) / sizeof(cells[0]));
+    unsigned n;
     double ref[6];
     perf_sweep_t sw;
 
@@ -409,29 +418,20 @@ static void perf_goal_shm(perf_goals_t *g)
         return;
     }
 
-    memset(&sw, 0, sizeof(sw));
-    sw.api_a     = PERF_API_FIA;
-    sw.api_b     = PERF_API_UCP;
-    sw.ref_cell  = &perf_goal_fadd;
-    sw.window    = 1;
-    sw.iters     = g->iters;
-    sw.at_most   = 1;
-    sw.limit     = 2.0;
     printf("       %-6s native fetch-add (raw UCP, u64): %.4f us\n", g->tl,
            perf_median(ref, 3));
-    perf_goal_sweep(g, "cell-latency-vs-fadd",
-                    "every cell: latency / native fetch-add", &sw,
-                    cells, n);
-
+    perf_goal_latency_vs_fadd(g, "cell-latency-vs-fadd",
+                              "every cell: latency / native fetch-add",
+                              perf_filter_all, 2.0);
     /* the same ratio judged on the 15 long double complex cells alone, the
      * slowest class (a lock around each) */
-    n = perf_goal_cells(g, perf_filter_size32, cells,
-                        sizeof(cells) / sizeof(cells[0]));
-    perf_goal_sweep(g, "cell32-latency-vs-fadd",
-                    "32-byte cells: latency / native fetch-add", &sw,
-                    cells, n);
+    perf_goal_latency_vs_fadd(g, "cell32-latency-vs-fadd",
+                              "32-byte cells: latency / native fetch-add",
+                              perf_filter_size32, 2.0);
 
     if (g->o->baseline_ofi) {
+        n = perf_goal_cells(g, perf_filter_all, cells,
+                            sizeof(cells) / sizeof(cells[0]));
         memset(&sw, 0, sizeof(sw));
         sw.api_a   = PERF_API_FIA;
         sw.api_b   = PERF_API_OFI;
