@@ -496,6 +496,9 @@ void fiatomic_ep_submit(fiatomic_ep_h ep, fiatomic_req_t *req);
 void fiatomic_ep_req_done(fiatomic_ep_h ep, fiatomic_req_t *req);
 void fiatomic_ep_inflight_add(fiatomic_ep_h ep);
 void fiatomic_ep_inflight_remove(fiatomic_ep_h ep);
+/** Flush the endpoint once before its first software atomic (UCX 1.13.1's
+ *  tcp wireup, fiatomic_ep.c); later posts wait behind it. */
+ucs_status_t fiatomic_ep_wireup_flush(fiatomic_ep_h ep);
 /* fiatomic_order.c */
 /** Record what ordering needs to know of a laid-out request. */
 void fiatomic_order_prepare(fiatomic_req_t *req);
@@ -503,8 +506,11 @@ void fiatomic_order_prepare(fiatomic_req_t *req);
  *  request overlaps in a way the endpoint orders has not completed. */
 bool fiatomic_order_must_wait(fiatomic_ep_h ep, const fiatomic_req_t *req);
 
+/* fiatomic_key.c */
 /** Forget every key's cached strategies (the endpoint's lanes changed). */
 void fiatomic_ep_keys_reset(fiatomic_ep_h ep);
+/** Release every key of an endpoint being freed. */
+void fiatomic_ep_keys_free(fiatomic_ep_h ep);
 
 /** Issue one UCP atomic on behalf of an element (user_data = elem). */
 ucs_status_ptr_t fiatomic_ucp_amo(fiatomic_elem_t *elem, ucp_atomic_op_t op,
@@ -752,7 +758,7 @@ bool fiatomic_cb_enter_am(fiatomic_h fia, ucp_am_recv_callback_t fn,
                           ucs_status_t *status_p);
 
 /* ------------------------------------------------------------------------ */
-/* Keys (fiatomic_ep.c), inline: every operation looks its key up          */
+/* Keys (fiatomic_key.c), inline: every operation looks its key up         */
 
 /** The slot of a user's key, or NULL when it names none (never unpacked,
  *  released, or out of range). */
