@@ -42,9 +42,8 @@ bool fiatomic_cpu_has_size(size_t size)
            (size == 16) || (size == 32);
 }
 
-void fiatomic_cpu_apply(fiatomic_h fia, const fiatomic_cell_t *cell,
-                        void *ptr, const void *operand, const void *compare,
-                        void *old)
+void fiatomic_cpu_apply(const fiatomic_cell_t *cell, void *ptr,
+                        const void *operand, const void *compare, void *old)
 {
     if (ucs_likely(cell->cpu != NULL)) {
         cell->cpu(ptr, operand, compare, old);

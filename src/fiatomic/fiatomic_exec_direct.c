@@ -49,11 +49,13 @@ static size_t fiatomic_direct_start(fiatomic_req_t *req, size_t first,
     ucs_status_t status;
 
     if (req->cell->size == 32) {
-        status = fiatomic_wide_apply(req->fia, req->cell, key->wide_locks,
-                                     offset, key->local_base + offset,
+        status = fiatomic_wide_apply(req->fia->wide_locks,
+                                     req->fia->op_timeout_ns, req->cell,
+                                     key->wide_locks, offset,
+                                     key->local_base + offset,
                                      elem->operand, elem->compare, old);
     } else {
-        fiatomic_cpu_apply(req->fia, req->cell, key->local_base + offset,
+        fiatomic_cpu_apply(req->cell, key->local_base + offset,
                            elem->operand, elem->compare, old);
         status = UCS_OK;
     }

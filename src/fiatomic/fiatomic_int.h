@@ -6,6 +6,7 @@
 #define FIATOMIC_INT_H_
 
 #include "fiatomic.h"
+#include "fiatomic_target.h"
 #include "fiatomic_types.h"
 
 #include <ucs/datastruct/list.h>
@@ -18,8 +19,6 @@
 
 #define FIATOMIC_API __attribute__((visibility("default")))
 
-#define FIATOMIC_WIDE_LOCKS_SHIFT 6 /* 64 locks for 32-byte elements */
-#define FIATOMIC_WIDE_LOCKS  (1u << FIATOMIC_WIDE_LOCKS_SHIFT)
 #define FIATOMIC_GUESS_SLOTS 256  /* CAS-loop guesses per endpoint */
 
 /* Internal invariants only, never user input (that gets a status). */
@@ -163,13 +162,6 @@ typedef enum {
 
 typedef struct fiatomic_am_msg fiatomic_am_msg_t;
 
-/* A region this context exposes; target-side requests name it by index and
- * must present its token. */
-typedef struct fiatomic_region {
-    fiatomic_mem_h mem;   /* NULL when the slot is free */
-    uint64_t       token;
-} fiatomic_region_t;
-
 /* Slots of target-side messages awaiting their reply; a message id is
  * (generation << 32) | (slot + 1), so a late or forged reply is dropped. */
 typedef struct fiatomic_msg_slot {
@@ -233,8 +225,7 @@ struct fiatomic_context {
     /* target-side execution */
     bool                am_enabled; /* handlers registered (UCP_FEATURE_AM) */
     unsigned            am_id;      /* requests; replies use am_id + 1 */
-    fiatomic_region_t   *regions;
-    unsigned            num_regions;
+    fiatomic_regions_t  regions;    /* exposed to target-side requests */
     uint64_t            wide_locks[FIATOMIC_WIDE_LOCKS]; /* 32-byte
                                        elements of memory without a shared
                                        lock table (fiatomic_wide_lock.c) */
@@ -625,9 +616,8 @@ void fiatomic_target_ep_fail(fiatomic_ep_h ep, ucs_status_t status);
 void fiatomic_clear_padding(int datatype, void *value);
 bool fiatomic_cpu_has_size(size_t size);
 /** 1..16-byte elements (32-byte ones: fiatomic_wide_apply). */
-void fiatomic_cpu_apply(fiatomic_h fia, const fiatomic_cell_t *cell,
-                        void *ptr, const void *operand, const void *compare,
-                        void *old);
+void fiatomic_cpu_apply(const fiatomic_cell_t *cell, void *ptr,
+                        const void *operand, const void *compare, void *old);
 
 /* fiatomic_wide_lock.c: 32-byte elements under a lock every actor takes */
 /** Initialize the lock table of memory this context allocated. */
@@ -637,9 +627,10 @@ void fiatomic_wide_locks_init(fiatomic_wide_locks_t *table);
 fiatomic_wide_locks_t *fiatomic_wide_locks_map(void *ptr);
 /** One 32-byte element at `ptr`, `offset` bytes into its exposed range,
  *  under the lock of `table` (NULL: memory only this process executes on,
- *  under the context's own table). UCS_ERR_TIMED_OUT (nothing done) if a
- *  live process holds the lock for longer than the operation timeout. */
-ucs_status_t fiatomic_wide_apply(fiatomic_h fia, const fiatomic_cell_t *cell,
+ *  under its context's own lock words `own_locks`). UCS_ERR_TIMED_OUT
+ *  (nothing done) if a live process holds the lock for `timeout_ns`. */
+ucs_status_t fiatomic_wide_apply(uint64_t *own_locks, uint64_t timeout_ns,
+                                 const fiatomic_cell_t *cell,
                                  fiatomic_wide_locks_t *table,
                                  uint64_t offset, void *ptr,
                                  const void *operand, const void *compare,
@@ -656,20 +647,8 @@ void fiatomic_target_cleanup(fiatomic_h fia);
 /** The context is freed. */
 void fiatomic_target_free(fiatomic_h fia);
 
-/* fiatomic_target.c: regions, request decoder and executor */
-ucs_status_t fiatomic_region_add(fiatomic_h fia, fiatomic_mem_h mem);
-void fiatomic_region_remove(fiatomic_h fia, fiatomic_mem_h mem);
-/** The live region `region` of this context if its token and range are
- *  exactly these, else NULL: how a key is recognised as this context's own
- *  (a peer can copy the nonce of any key it holds, not a live token). */
-fiatomic_mem_h fiatomic_region_find(fiatomic_h fia, uint32_t region,
-                                    uint64_t token, uint64_t address,
-                                    uint64_t length);
-/** Decode, check and execute one request message; writes the reply into
- *  reply (FIATOMIC_WIRE_REPLY_MAX bytes) and returns its length. Touches
- *  nothing outside memory this context exposed under the request's key. */
-size_t fiatomic_target_execute(fiatomic_h fia, const void *msg,
-                               size_t length, void *reply);
+/* fiatomic_target.c: regions, request decoder and executor:
+ * fiatomic_target.h */
 /* fiatomic_exec_target.c: replies arriving at the initiator */
 ucs_status_t fiatomic_target_reply_handler(void *arg, const void *header,
                                            size_t header_length, void *data,

@@ -139,13 +139,13 @@ fiatomic_mem_expose(fiatomic_h fia, const fiatomic_mem_params_t *params,
         return status;
     }
 
-    status = fiatomic_region_add(fia, mem);
+    status = fiatomic_region_add(&fia->regions, mem);
     if (status != UCS_OK) {
         goto err_release;
     }
 
     if (mem->state != NULL) {
-        __atomic_store_n(mem->state, fia->regions[mem->region].token,
+        __atomic_store_n(mem->state, fia->regions.slot[mem->region].token,
                          __ATOMIC_RELEASE);
     }
     ++fia->num_mems;
@@ -220,7 +220,7 @@ FIATOMIC_API ucs_status_t fiatomic_mem_pack_key(fiatomic_mem_h mem,
     hdr.length    = mem->length;
     hdr.region    = mem->region;
     locked        = fiatomic_enter(mem->fia); /* regions may move */
-    hdr.token     = mem->fia->regions[mem->region].token;
+    hdr.token     = mem->fia->regions.slot[mem->region].token;
     fiatomic_leave(mem->fia, locked);
     hdr.flags     = (mem->fia->am_enabled ? FIATOMIC_KEY_F_TARGET : 0) |
                     ((mem->state != NULL) ? FIATOMIC_KEY_F_STATE : 0) |
@@ -259,7 +259,7 @@ FIATOMIC_API ucs_status_t fiatomic_mem_unexpose(fiatomic_mem_h mem)
         /* peers that mapped it refuse their keys from now on */
         __atomic_store_n(mem->state, 0, __ATOMIC_RELEASE);
     }
-    fiatomic_region_remove(mem->fia, mem);
+    fiatomic_region_remove(&fia->regions, mem);
     status = (mem->memh != NULL) ?
              ucp_mem_unmap(mem->fia->ucp_context, mem->memh) : UCS_OK;
     --mem->fia->num_mems;

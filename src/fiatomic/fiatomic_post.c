@@ -415,7 +415,8 @@ fiatomic_post_wide(fiatomic_ep_h ep, const fiatomic_call_t *call,
 {
     uint64_t offset = call->rma_iov[0].addr - key->address;
 
-    return fiatomic_wide_apply(ep->fia, call->cell, key->wide_locks, offset,
+    return fiatomic_wide_apply(ep->fia->wide_locks, ep->fia->op_timeout_ns,
+                               call->cell, key->wide_locks, offset,
                                key->local_base + offset,
                                (call->op != FI_ATOMIC_READ) ?
                                call->iov[0].addr : NULL,
@@ -467,7 +468,7 @@ fiatomic_post_plain_locked(fiatomic_ep_h ep, fiatomic_call_t *call)
                 return UCS_STATUS_PTR(status);
             }
         } else {
-            fiatomic_cpu_apply(ep->fia, cell,
+            fiatomic_cpu_apply(cell,
                                key->local_base +
                                (call->rma_iov[0].addr - key->address),
                                (call->op != FI_ATOMIC_READ) ?

@@ -7,9 +7,11 @@
  * this context exposed, named by index and token from its packed key, with
  * naturally aligned elements of a defined cell, and the message is exactly
  * as long as its header says. Anything else gets an error reply and touches
- * nothing.
+ * nothing. The decoder and executor read the region table alone
+ * (fiatomic_target.h).
  */
 #include "fiatomic_int.h"
+#include "fiatomic_target.h"
 #include "fiatomic_wire.h"
 
 #include <stdlib.h>
@@ -18,37 +20,44 @@
 /* ------------------------------------------------------------------------ */
 /* Regions                                                                   */
 
-ucs_status_t fiatomic_region_add(fiatomic_h fia, fiatomic_mem_h mem)
+ucs_status_t fiatomic_region_add(fiatomic_regions_t *regions,
+                                 fiatomic_mem_h mem)
 {
-    fiatomic_region_t *regions;
+    fiatomic_region_t *slot;
     ucs_status_t status;
     unsigned index;
+    uint64_t token;
 
-    for (index = 0; index < fia->num_regions; ++index) {
-        if (fia->regions[index].mem == NULL) {
+    for (index = 0; index < regions->count; ++index) {
+        if (regions->slot[index].token == 0) {
             break;
         }
     }
 
-    if (index == fia->num_regions) {
-        regions = realloc(fia->regions,
-                          (fia->num_regions * 2 + 4) * sizeof(*regions));
-        if (regions == NULL) {
+    if (index == regions->count) {
+        slot = realloc(regions->slot,
+                       (regions->count * 2 + 4) * sizeof(*slot));
+        if (slot == NULL) {
             return UCS_ERR_NO_MEMORY;
         }
-        memset(regions + fia->num_regions, 0,
-               (fia->num_regions + 4) * sizeof(*regions));
-        fia->regions      = regions;
-        fia->num_regions  = fia->num_regions * 2 + 4;
+        memset(slot + regions->count, 0,
+               (regions->count + 4) * sizeof(*slot));
+        regions->slot  = slot;
+        regions->count = regions->count * 2 + 4;
     }
 
-    status = fiatomic_random_token(&fia->regions[index].token);
+    status = fiatomic_random_token(&token); /* never 0 */
     if (status != UCS_OK) {
         return status;
     }
 
-    fia->regions[index].mem = mem;
-    mem->region             = index;
+    slot             = &regions->slot[index];
+    slot->token      = token;
+    slot->address    = mem->address;
+    slot->length     = mem->length;
+    slot->wide_locks = mem->wide_locks;
+    slot->mem        = mem;
+    mem->region      = index;
     return UCS_OK;
 }
 
@@ -56,24 +65,23 @@ fiatomic_mem_h fiatomic_region_find(fiatomic_h fia, uint32_t region,
                                     uint64_t token, uint64_t address,
                                     uint64_t length)
 {
-    fiatomic_mem_h mem;
+    const fiatomic_region_t *slot;
 
-    if (region >= fia->num_regions) {
+    if (region >= fia->regions.count) {
         return NULL;
     }
 
-    mem = fia->regions[region].mem;
-    if ((mem == NULL) || (fia->regions[region].token != token) ||
-        ((uintptr_t)mem->address != address) || (mem->length != length)) {
+    slot = &fia->regions.slot[region];
+    if ((slot->token == 0) || (slot->token != token) ||
+        ((uintptr_t)slot->address != address) || (slot->length != length)) {
         return NULL;
     }
-    return mem;
+    return slot->mem;
 }
 
-void fiatomic_region_remove(fiatomic_h fia, fiatomic_mem_h mem)
+void fiatomic_region_remove(fiatomic_regions_t *regions, fiatomic_mem_h mem)
 {
-    fia->regions[mem->region].mem   = NULL;
-    fia->regions[mem->region].token = 0;
+    memset(&regions->slot[mem->region], 0, sizeof(fiatomic_region_t));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -95,10 +103,10 @@ static size_t fiatomic_target_reply(void *reply, uint64_t id,
 }
 
 /* Check a request; on success *ptr_p is the first element in memory. */
-static ucs_status_t fiatomic_target_check(fiatomic_h fia,
-                                          const fiatomic_wire_req_t *req,
-                                          size_t length, void **ptr_p,
-                                          fiatomic_mem_h *mem_p)
+static ucs_status_t
+fiatomic_target_check(const fiatomic_regions_t *regions,
+                      const fiatomic_wire_req_t *req, size_t length,
+                      uint8_t **ptr_p, const fiatomic_region_t **region_p)
 {
     size_t size, data_len, expected;
     const fiatomic_region_t *region;
@@ -128,32 +136,31 @@ static ucs_status_t fiatomic_target_check(fiatomic_h fia,
         return UCS_ERR_INVALID_PARAM; /* truncated or trailing bytes */
     }
 
-    if ((req->region >= fia->num_regions) ||
-        (fia->regions[req->region].mem == NULL) ||
-        (fia->regions[req->region].token != req->token)) {
+    if ((req->region >= regions->count) ||
+        (regions->slot[req->region].token == 0) ||
+        (regions->slot[req->region].token != req->token)) {
         return UCS_ERR_INVALID_PARAM; /* not a key this target gave out */
     }
 
-    region = &fia->regions[req->region];
-    base   = (uintptr_t)region->mem->address;
+    region = &regions->slot[req->region];
+    base   = (uintptr_t)region->address;
     if ((req->raddr % fiatomic_datatype_alignment(req->datatype)) ||
         (req->raddr < base)) {
         return UCS_ERR_INVALID_PARAM;
     }
 
     offset = req->raddr - base;
-    if ((offset > region->mem->length) ||
-        (data_len > region->mem->length - offset)) {
+    if ((offset > region->length) || (data_len > region->length - offset)) {
         return UCS_ERR_INVALID_PARAM; /* overflow-safe range check */
     }
 
-    *ptr_p = (uint8_t*)region->mem->address + offset;
-    *mem_p = region->mem;
+    *ptr_p    = region->address + offset;
+    *region_p = region;
     return UCS_OK;
 }
 
-size_t fiatomic_target_execute(fiatomic_h fia, const void *msg,
-                               size_t length, void *reply)
+size_t fiatomic_target_execute(const fiatomic_regions_t *regions,
+                               const void *msg, size_t length, void *reply)
 {
     uint8_t *values = (uint8_t*)reply + sizeof(fiatomic_wire_reply_t);
     const uint8_t *operands, *compares;
@@ -162,7 +169,7 @@ size_t fiatomic_target_execute(fiatomic_h fia, const void *msg,
     ucs_status_t status;
     uint8_t old[FIATOMIC_MAX_ELEM_SIZE];
     const uint8_t *operand, *compare;
-    fiatomic_mem_h mem;
+    const fiatomic_region_t *region;
     bool fetch;
     size_t size, i;
     uint8_t *ptr;
@@ -172,7 +179,7 @@ size_t fiatomic_target_execute(fiatomic_h fia, const void *msg,
     }
 
     memcpy(&req, msg, sizeof(req)); /* the message may be unaligned */
-    status = fiatomic_target_check(fia, &req, length, (void**)&ptr, &mem);
+    status = fiatomic_target_check(regions, &req, length, &ptr, &region);
     if (status != UCS_OK) {
         return fiatomic_target_reply(reply, req.id, status, 0);
     }
@@ -188,18 +195,19 @@ size_t fiatomic_target_execute(fiatomic_h fia, const void *msg,
                   compares + i * size : NULL;
         if (size == 32) {
             /* under the locks the peers that map the memory take too */
-            status = fiatomic_wide_apply(fia, cell, mem->wide_locks,
-                                         (ptr - (uint8_t*)mem->address) +
-                                         i * size, ptr + i * size, operand,
-                                         compare, old);
+            status = fiatomic_wide_apply(regions->own_locks,
+                                         regions->timeout_ns, cell,
+                                         region->wide_locks,
+                                         (ptr - region->address) + i * size,
+                                         ptr + i * size, operand, compare,
+                                         old);
             if (status != UCS_OK) {
                 /* a lock held past the operation timeout: the elements
                  * before this one were applied (fiatomic(3)) */
                 return fiatomic_target_reply(reply, req.id, status, 0);
             }
         } else {
-            fiatomic_cpu_apply(fia, cell, ptr + i * size, operand, compare,
-                               old);
+            fiatomic_cpu_apply(cell, ptr + i * size, operand, compare, old);
         }
         if (fetch) {
             memcpy(values + i * size, old, size);

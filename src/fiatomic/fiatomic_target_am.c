@@ -214,7 +214,7 @@ static void fiatomic_peer_serve(fiatomic_peer_t *peer, const void *msg,
     ucs_status_ptr_t sptr;
     size_t reply_len;
 
-    reply_len = fiatomic_target_execute(fia, msg, length, reply);
+    reply_len = fiatomic_target_execute(&fia->regions, msg, length, reply);
     buf       = fiatomic_reply_buf_get(fia, reply_len);
     if (buf == NULL) {
         ucs_error("fiatomic: no memory for a target-side reply");
@@ -491,7 +491,9 @@ static bool fiatomic_target_am_available(fiatomic_h fia)
 
 ucs_status_t fiatomic_target_init(fiatomic_h fia)
 {
-    fia->peers = kh_init(fiatomic_peers);
+    fia->regions.own_locks  = fia->wide_locks;
+    fia->regions.timeout_ns = fia->op_timeout_ns;
+    fia->peers              = kh_init(fiatomic_peers);
     if (fia->peers == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
@@ -540,9 +542,9 @@ void fiatomic_target_cleanup(fiatomic_h fia)
         free(buf);
     }
     fia->num_free_replies = 0;
-    free(fia->regions);
-    fia->regions     = NULL;
-    fia->num_regions = 0;
+    free(fia->regions.slot);
+    fia->regions.slot  = NULL;
+    fia->regions.count = 0;
 }
 
 /* The context is freed: nothing of it is in UCP's hands any more, so no

@@ -160,8 +160,8 @@ static bool fiatomic_wide_owner_gone(uint64_t word)
     return (kill((pid_t)pid, 0) != 0) && (errno == ESRCH);
 }
 
-static ucs_status_t fiatomic_wide_lock_slow(fiatomic_h fia, uint64_t *lock,
-                                            uint64_t me)
+static ucs_status_t fiatomic_wide_lock_slow(uint64_t *lock, uint64_t me,
+                                            uint64_t timeout_ns)
 {
     uint64_t start = fiatomic_now_coarse_ns(), check = start, now, seen;
     uint64_t zero;
@@ -197,14 +197,14 @@ static ucs_status_t fiatomic_wide_lock_slow(fiatomic_h fia, uint64_t *lock,
                 return UCS_OK;
             }
         }
-        if ((now - start) >= fia->op_timeout_ns) {
+        if ((now - start) >= timeout_ns) {
             return UCS_ERR_TIMED_OUT;
         }
     }
 }
 
 static UCS_F_ALWAYS_INLINE ucs_status_t
-fiatomic_wide_lock(fiatomic_h fia, uint64_t *lock, uint64_t me)
+fiatomic_wide_lock(uint64_t *lock, uint64_t me, uint64_t timeout_ns)
 {
     uint64_t zero = 0;
 
@@ -213,7 +213,7 @@ fiatomic_wide_lock(fiatomic_h fia, uint64_t *lock, uint64_t me)
                                                __ATOMIC_RELAXED))) {
         return UCS_OK;
     }
-    return fiatomic_wide_lock_slow(fia, lock, me);
+    return fiatomic_wide_lock_slow(lock, me, timeout_ns);
 }
 
 static UCS_F_ALWAYS_INLINE void fiatomic_wide_unlock(uint64_t *lock)
@@ -231,13 +231,14 @@ static UCS_F_ALWAYS_INLINE unsigned fiatomic_wide_index(uint64_t block)
 /* Bytes of an x87 extended value inside its 16-byte storage. */
 #define FIATOMIC_WIDE_X87_BYTES 10
 
-ucs_status_t fiatomic_wide_apply(fiatomic_h fia, const fiatomic_cell_t *cell,
+ucs_status_t fiatomic_wide_apply(uint64_t *own_locks, uint64_t timeout_ns,
+                                 const fiatomic_cell_t *cell,
                                  fiatomic_wide_locks_t *table,
                                  uint64_t offset, void *ptr,
                                  const void *operand, const void *compare,
                                  void *old)
 {
-    uint64_t *words = (table != NULL) ? table->word : fia->wide_locks;
+    uint64_t *words = (table != NULL) ? table->word : own_locks;
     uint64_t key    = (table != NULL) ? offset : (uintptr_t)ptr;
     unsigned first  = fiatomic_wide_index(key >> 5);
     unsigned second = fiatomic_wide_index((key + 31) >> 5);
@@ -251,12 +252,12 @@ ucs_status_t fiatomic_wide_apply(fiatomic_h fia, const fiatomic_cell_t *cell,
         first  = second;
         second = tmp;
     }
-    status = fiatomic_wide_lock(fia, &words[first], me);
+    status = fiatomic_wide_lock(&words[first], me, timeout_ns);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
     if (ucs_unlikely(second != first)) {
-        status = fiatomic_wide_lock(fia, &words[second], me);
+        status = fiatomic_wide_lock(&words[second], me, timeout_ns);
         if (status != UCS_OK) {
             fiatomic_wide_unlock(&words[first]);
             return status;

@@ -26,6 +26,11 @@
 #define FIATOMIC_TARGET_REPLIES_MAX 256
 #define FIATOMIC_TARGET_HELD_MAX    (1024 * 1024)
 
+/* Lock words of a table of locks for 32-byte elements (in memory peers map,
+ * and a context's own): every actor on such memory must hash alike. */
+#define FIATOMIC_WIDE_LOCKS_SHIFT 6
+#define FIATOMIC_WIDE_LOCKS       (1u << FIATOMIC_WIDE_LOCKS_SHIFT)
+
 typedef struct fiatomic_wire_req {
     uint32_t magic;
     uint8_t  version;

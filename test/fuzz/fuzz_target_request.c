@@ -1,8 +1,9 @@
 /**
  * libFuzzer target for the target-side request decoder and executor
- * (fiatomic_target_execute). Whatever the bytes, it must not crash, must not
- * touch memory outside the exposed region, and must answer with a well-formed
- * reply that is never larger than FIATOMIC_WIRE_REPLY_MAX.
+ * (fiatomic_target_execute), on a region table of its own (no context):
+ * one region inside an arena of guard bytes. Whatever the bytes, it must not
+ * crash, must not touch memory outside the exposed region, and must answer
+ * with a well-formed reply that is never larger than FIATOMIC_WIRE_REPLY_MAX.
  *
  * A random 64-bit token is out of a fuzzer's reach, so the first input byte
  * chooses whether the harness patches in the valid region/token (and makes
@@ -10,8 +11,7 @@
  * alignment, op and length checks and the executor itself; otherwise the
  * bytes go in untouched.
  */
-#include "fiatomic_int.h"
-#include "fiatomic_wire.h"
+#include "fiatomic_target.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,24 +22,19 @@
 #define PATTERN  0x5a
 
 static uint8_t arena[GUARD + EXPOSED + GUARD] __attribute__((aligned(64)));
-static struct fiatomic_context fia;
-static struct fiatomic_mem mem;
-static fiatomic_region_t region;
-
-static void setup(void)
-{
-    if (fia.regions != NULL) {
-        return;
-    }
-    mem.fia          = &fia;
-    mem.address      = arena + GUARD;
-    mem.length       = EXPOSED;
-    mem.region       = 0;
-    region.mem       = &mem;
-    region.token     = 0x0123456789abcdefull;
-    fia.regions      = &region;
-    fia.num_regions  = 1;
-}
+/* The lock words of 32-byte elements, as a context's own. */
+static uint64_t own_locks[FIATOMIC_WIDE_LOCKS];
+static fiatomic_region_t region = {
+    .token   = 0x0123456789abcdefull,
+    .address = arena + GUARD,
+    .length  = EXPOSED
+};
+static const fiatomic_regions_t regions = {
+    .slot       = &region,
+    .count      = 1,
+    .own_locks  = own_locks,
+    .timeout_ns = 1000ull * 1000 * 1000
+};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -49,7 +44,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t *msg;
     size_t len, i;
 
-    setup();
     if (size == 0) {
         return 0;
     }
@@ -67,12 +61,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         req.region  = 0;
         req.token   = region.token;
         /* an offset around the region, so edges are hit often */
-        req.raddr   = (uintptr_t)mem.address +
+        req.raddr   = (uintptr_t)region.address +
                       (int64_t)(int16_t)(req.raddr & 0xffff);
         memcpy(msg, &req, sizeof(req));
     }
 
-    len = fiatomic_target_execute(&fia, msg, len, reply);
+    len = fiatomic_target_execute(&regions, msg, len, reply);
     free(msg);
 
     if ((len < sizeof(hdr)) || (len > sizeof(reply))) {
