@@ -9,6 +9,7 @@
 #define UCT_ATOMICX_H_
 
 #include "atomicx_compat.h"
+#include "atomicx_counters.h"
 
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_md.h>
@@ -202,13 +203,6 @@ uct_atomicx_query_tl_devices(uct_md_h tl_md,
                              uct_tl_device_resource_t **tl_devices_p,
                              unsigned *num_tl_devices_p);
 
-/* Number of atomic ops started by this process (for tests) */
-uint64_t uct_atomicx_ops_started(void);
-uint64_t uct_atomicx_ops_completed(void);
-
-/* 1 when the component is registered in this process */
-int uct_atomicx_is_registered(void);
-
 /* Verbs helpers (atomicx_qp.c) */
 ucs_status_t uct_atomicx_qp_create(uct_atomicx_iface_t *iface,
                                    struct ibv_qp **qp_p);
@@ -216,17 +210,31 @@ ucs_status_t uct_atomicx_qp_connect(uct_atomicx_iface_t *iface,
                                     struct ibv_qp *qp,
                                     const uct_atomicx_dev_addr_t *dev_addr,
                                     uint32_t dest_qp_num);
+/* One signaled atomic WR of @a opcode (IBV_WR_ATOMIC_FETCH_AND_ADD or
+ * IBV_WR_ATOMIC_CMP_AND_SWP) on the word at @a word_addr, its reply into
+ * result slot @a slot, which is also its wr_id */
 ucs_status_t uct_atomicx_post_wr(uct_atomicx_iface_t *iface,
-                                 struct ibv_qp *qp, uint32_t slot,
-                                 uint64_t word_addr, uint32_t rkey, int cas,
-                                 uint64_t compare_add, uint64_t swap);
+                                 struct ibv_qp *qp, enum ibv_wr_opcode opcode,
+                                 uint32_t slot, uint64_t word_addr,
+                                 uint32_t rkey, uint64_t compare_add,
+                                 uint64_t swap);
 ucs_status_t uct_atomicx_wc_status(enum ibv_wc_status wc_status);
 
 /* Byte-order self-test (atomicx_selftest.c) */
 ucs_status_t uct_atomicx_selftest(uct_atomicx_iface_t *iface, double timeout);
 
-/* Data path (atomicx_ep.c) */
+/* Progress, completions, interface flush and fence (atomicx_iface.c) */
 unsigned uct_atomicx_iface_progress(uct_iface_h tl_iface);
+ucs_status_t uct_atomicx_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                     uct_completion_t *comp);
+ucs_status_t uct_atomicx_iface_fence(uct_iface_h tl_iface, unsigned flags);
+
+/* Endpoints and the life of an op (atomicx_ep.c) */
+ucs_status_t uct_atomicx_op_post(uct_atomicx_iface_t *iface,
+                                 uct_atomicx_op_t *op);
+void uct_atomicx_op_complete(uct_atomicx_iface_t *iface, uct_atomicx_op_t *op,
+                             ucs_status_t status, uint64_t word);
+void uct_atomicx_ep_release_held(uct_atomicx_ep_t *ep);
 void uct_atomicx_ep_dispatch_pending(uct_atomicx_ep_t *ep);
 
 ucs_status_t uct_atomicx_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
@@ -260,13 +268,41 @@ void uct_atomicx_ep_pending_purge(uct_ep_h tl_ep,
 ucs_status_t uct_atomicx_ep_flush(uct_ep_h tl_ep, unsigned flags,
                                   uct_completion_t *comp);
 ucs_status_t uct_atomicx_ep_fence(uct_ep_h tl_ep, unsigned flags);
-ucs_status_t uct_atomicx_iface_flush(uct_iface_h tl_iface, unsigned flags,
-                                     uct_completion_t *comp);
-ucs_status_t uct_atomicx_iface_fence(uct_iface_h tl_iface, unsigned flags);
 ucs_status_t uct_atomicx_ep_get_address(uct_ep_h tl_ep, uct_ep_addr_t *addr);
 ucs_status_t uct_atomicx_ep_connect_to_ep(uct_ep_h tl_ep,
                                           const uct_device_addr_t *dev_addr,
                                           const uct_ep_addr_t *ep_addr);
+
+
+
+static UCS_F_ALWAYS_INLINE uct_atomicx_iface_t *
+uct_atomicx_ep_iface(uct_atomicx_ep_t *ep)
+{
+    return ucs_derived_of(ep->super.super.iface, uct_atomicx_iface_t);
+}
+
+
+/* Put an op's descriptor (and its result slot) back on the free list */
+static UCS_F_ALWAYS_INLINE void
+uct_atomicx_op_release(uct_atomicx_iface_t *iface, uct_atomicx_op_t *op)
+{
+    op->in_use       = 0;
+    op->ep           = NULL;
+    op->next_free    = iface->free_head;
+    iface->free_head = op - iface->ops;
+    ++iface->num_free;
+}
+
+
+/* The endpoint's first error stays; cancelling is not an error of its own */
+static UCS_F_ALWAYS_INLINE void
+uct_atomicx_ep_set_error(uct_atomicx_ep_t *ep, ucs_status_t status)
+{
+    if ((ep->status == UCS_OK) && (status != UCS_ERR_CANCELED)) {
+        ep->status = status;
+    }
+}
+
 
 UCS_CLASS_DECLARE(uct_atomicx_ep_t, const uct_ep_params_t*);
 UCS_CLASS_DECLARE_NEW_FUNC(uct_atomicx_ep_t, uct_ep_t, const uct_ep_params_t*);

@@ -1,8 +1,11 @@
 /**
- * atomicx: interface (one device port), its configuration and capabilities.
+ * atomicx: interface (one device port), its configuration and capabilities,
+ * its progress (the completion queue: how a work completion finishes an op or
+ * continues its CAS loop), and the interface flush and fence.
  */
 
 #include "atomicx.h"
+#include "atomicx_amo.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/sys/string.h>
@@ -167,6 +170,182 @@ int uct_atomicx_iface_is_reachable(const uct_iface_h tl_iface,
     return remote.is_global ||
            (remote.gid.global.subnet_prefix ==
             iface->dev_addr.gid.global.subnet_prefix);
+}
+
+
+/* ------------------------------------------------------------------------
+ * Progress: the completion queue of the interface. Every op holds exactly
+ * one signaled WR, whose wr_id is the op's descriptor index (its result
+ * slot); a completion finishes the op or posts the next attempt of its CAS
+ * loop, and then the ops held back and the requests pending on every
+ * endpoint get their turn.
+ */
+
+/* One work completion: finish the op, or post the next CAS of its loop */
+static void uct_atomicx_iface_handle_wc(uct_atomicx_iface_t *iface,
+                                        const struct ibv_wc *wc)
+{
+    uct_atomicx_op_t *op = &iface->ops[wc->wr_id];
+    uct_atomicx_ep_t *ep = op->ep;
+    uint64_t word;
+    ucs_status_t status;
+
+    if (ep == NULL) {
+        /* The endpoint was destroyed while this WR was in flight */
+        ucs_assert(op->in_use);
+        uct_atomicx_op_release(iface, op);
+        return;
+    }
+
+    ++ep->sq_avail;
+
+    if (ucs_unlikely(wc->status != IBV_WC_SUCCESS)) {
+        status = uct_atomicx_wc_status(wc->status);
+        if (status != UCS_ERR_CANCELED) {
+            ucs_debug("qp 0x%x: op %zu failed: %s (vendor err 0x%x)",
+                      ep->qp->qp_num, op - iface->ops,
+                      ibv_wc_status_str(wc->status), wc->vendor_err);
+        }
+        uct_atomicx_ep_set_error(ep, status);
+        uct_atomicx_op_complete(iface, op,
+                                (ep->status != UCS_OK) ? ep->status : status,
+                                0);
+        return;
+    }
+
+    word = uct_atomicx_reply_to_host(iface->results[wc->wr_id],
+                                     iface->reply_order == UCT_ATOMICX_REPLY_BE);
+    ep->cache_addr = op->word_addr;
+
+    if (op->native) {
+        if (op->opcode == UCT_ATOMIC_OP_ADD) {
+            ep->cache_value = word + op->value;
+        } else {
+            ep->cache_value = (word == op->compare) ? op->value : word;
+        }
+        uct_atomicx_op_complete(iface, op, UCS_OK, word);
+        return;
+    }
+
+    if (word == op->expected) {
+        /* The CAS took effect */
+        ep->cache_value = op->desired;
+        uct_atomicx_op_complete(iface, op, UCS_OK, word);
+        return;
+    }
+
+    ep->cache_value = word;
+    op->expected    = word;
+    op->desired     = uct_atomicx_word_combine(op->opcode, op->size, op->shift,
+                                               word, op->value, op->compare);
+    if (op->desired == word) {
+        /* The failed CAS read the word atomically, and the op leaves it as
+         * it is (e.g. a CSWAP whose compare does not match) */
+        uct_atomicx_op_complete(iface, op, UCS_OK, word);
+        return;
+    }
+
+    if (ep->status != UCS_OK) {
+        uct_atomicx_op_complete(iface, op, ep->status, 0);
+        return;
+    }
+
+    status = uct_atomicx_op_post(iface, op);
+    if (status != UCS_OK) {
+        uct_atomicx_ep_set_error(ep, status);
+        uct_atomicx_op_complete(iface, op, status, 0);
+    }
+}
+
+
+static void uct_atomicx_iface_report_errors(uct_atomicx_iface_t *iface)
+{
+    uct_atomicx_ep_t *ep, *tmp;
+
+    ucs_list_for_each_safe(ep, tmp, &iface->ep_list, list) {
+        if ((ep->status != UCS_OK) && !ep->err_reported) {
+            ep->err_reported = 1;
+            uct_iface_handle_ep_err(&iface->super.super, &ep->super.super,
+                                    ep->status);
+        }
+    }
+}
+
+
+unsigned uct_atomicx_iface_progress(uct_iface_h tl_iface)
+{
+    uct_atomicx_iface_t *iface = ucs_derived_of(tl_iface, uct_atomicx_iface_t);
+    struct ibv_wc wc[16];
+    uct_atomicx_ep_t *ep;
+    int i, n;
+
+    n = ibv_poll_cq(iface->cq, ucs_static_array_size(wc), wc);
+    if (ucs_unlikely(n < 0)) {
+        ucs_error("ibv_poll_cq() failed: %d", n);
+        n = 0;
+    }
+
+    for (i = 0; i < n; ++i) {
+        uct_atomicx_iface_handle_wc(iface, &wc[i]);
+    }
+
+    if (n > 0) {
+        uct_atomicx_iface_report_errors(iface);
+    }
+
+    /* Also without new completions: a request queued while the endpoint
+     * had resources, or put back by a callback that could not go on, must
+     * not wait for a completion that may never come */
+    if ((n > 0) || (iface->num_pending > 0) || (iface->num_held > 0)) {
+        ucs_list_for_each(ep, &iface->ep_list, list) {
+            uct_atomicx_ep_release_held(ep);
+            uct_atomicx_ep_dispatch_pending(ep);
+        }
+    }
+
+    return n;
+}
+
+
+/* ------------------------------------------------------------------------
+ * Interface flush and fence: over every endpoint of the interface
+ */
+
+/* Like UCX's RC transports: the interface is flushed when every endpoint
+ * is; an endpoint that has ops in flight or requests pending makes the
+ * interface flush UCS_INPROGRESS (UCP's worker flush calls it again), and an
+ * endpoint that failed, with nothing in flight, does not hold it back (its
+ * error goes to the error handler). Returns only UCS_OK or UCS_INPROGRESS. */
+ucs_status_t uct_atomicx_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                     uct_completion_t *comp)
+{
+    uct_atomicx_iface_t *iface = ucs_derived_of(tl_iface, uct_atomicx_iface_t);
+    uct_atomicx_ep_t *ep;
+
+    if (comp != NULL) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    ucs_list_for_each(ep, &iface->ep_list, list) {
+        if ((ep->outstanding > 0) ||
+            ((ep->status == UCS_OK) && !ucs_queue_is_empty(&ep->pending_q))) {
+            return UCS_INPROGRESS;
+        }
+    }
+
+    return UCS_OK;
+}
+
+
+ucs_status_t uct_atomicx_iface_fence(uct_iface_h tl_iface, unsigned flags)
+{
+    uct_atomicx_iface_t *iface = ucs_derived_of(tl_iface, uct_atomicx_iface_t);
+    uct_atomicx_ep_t *ep;
+
+    ucs_list_for_each(ep, &iface->ep_list, list) {
+        uct_atomicx_ep_fence(&ep->super.super, flags);
+    }
+    return UCS_OK;
 }
 
 

@@ -113,13 +113,17 @@ ucs_status_t uct_atomicx_qp_connect(uct_atomicx_iface_t *iface,
 
 
 ucs_status_t uct_atomicx_post_wr(uct_atomicx_iface_t *iface,
-                                 struct ibv_qp *qp, uint32_t slot,
-                                 uint64_t word_addr, uint32_t rkey, int cas,
-                                 uint64_t compare_add, uint64_t swap)
+                                 struct ibv_qp *qp, enum ibv_wr_opcode opcode,
+                                 uint32_t slot, uint64_t word_addr,
+                                 uint32_t rkey, uint64_t compare_add,
+                                 uint64_t swap)
 {
     struct ibv_send_wr wr, *bad_wr;
     struct ibv_sge sge;
     int ret;
+
+    ucs_assertv((opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) ||
+                (opcode == IBV_WR_ATOMIC_CMP_AND_SWP), "opcode %d", opcode);
 
     sge.addr                  = (uintptr_t)&iface->results[slot];
     sge.length                = sizeof(uint64_t);
@@ -129,8 +133,7 @@ ucs_status_t uct_atomicx_post_wr(uct_atomicx_iface_t *iface,
     wr.wr_id                  = slot;
     wr.sg_list                = &sge;
     wr.num_sge                = 1;
-    wr.opcode                 = cas ? IBV_WR_ATOMIC_CMP_AND_SWP :
-                                      IBV_WR_ATOMIC_FETCH_AND_ADD;
+    wr.opcode                 = opcode;
     wr.send_flags             = IBV_SEND_SIGNALED;
     wr.wr.atomic.remote_addr  = word_addr;
     wr.wr.atomic.rkey         = rkey;
@@ -139,8 +142,8 @@ ucs_status_t uct_atomicx_post_wr(uct_atomicx_iface_t *iface,
 
     ucs_trace_data("qp 0x%x post %s [0x%" PRIx64 " rkey 0x%x] 0x%" PRIx64
                    " 0x%" PRIx64 " slot %u", qp->qp_num,
-                   cas ? "CAS" : "FADD", word_addr, rkey, compare_add, swap,
-                   slot);
+                   (opcode == IBV_WR_ATOMIC_CMP_AND_SWP) ? "CAS" : "FADD",
+                   word_addr, rkey, compare_add, swap, slot);
 
     ret = ibv_post_send(qp, &wr, &bad_wr);
     if (ret != 0) {

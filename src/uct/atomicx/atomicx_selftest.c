@@ -41,8 +41,9 @@ ucs_status_t uct_atomicx_selftest(uct_atomicx_iface_t *iface, double timeout)
 
     *target = UCT_ATOMICX_SELFTEST_VALUE;
     *result = 0;
-    status  = uct_atomicx_post_wr(iface, qp, result_slot, (uintptr_t)target,
-                                  iface->results_mr->rkey, 0, 1, 0);
+    status  = uct_atomicx_post_wr(iface, qp, IBV_WR_ATOMIC_FETCH_AND_ADD,
+                                  result_slot, (uintptr_t)target,
+                                  iface->results_mr->rkey, 1, 0);
     if (status != UCS_OK) {
         goto out_destroy_qp;
     }

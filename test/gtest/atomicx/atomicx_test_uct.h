@@ -7,6 +7,7 @@
 #define ATOMICX_TEST_UCT_H_
 
 #include <uct/api/uct.h>
+#include <uct/atomicx/atomicx_counters.h>
 #include <ucs/async/async_fwd.h>
 
 #include <functional>
@@ -110,5 +111,21 @@ void write_blob(int fd, const std::vector<char> &blob);
 std::vector<char> read_blob(int fd);
 
 } // namespace atomicx_test
+
+/* In a gtest test: opens uct_env `_env` on the device under test with the
+ * configuration given after it (fails unless this process registered
+ * atomicx); skips, with the reason, when the device does not exist here,
+ * fails instead when it must ($ATOMICX_GUEST) */
+#define ATOMICX_TEST_OPEN_OR_SKIP(_env, ...) \
+    do { \
+        std::string _why; \
+        ASSERT_EQ(1, uct_atomicx_is_registered()); \
+        if (!(_env).open(atomicx_test::test_device(), __VA_ARGS__, &_why)) { \
+            if (atomicx_test::device_required()) { \
+                FAIL() << _why; \
+            } \
+            GTEST_SKIP() << _why; \
+        } \
+    } while (0)
 
 #endif

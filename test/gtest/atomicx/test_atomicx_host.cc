@@ -13,6 +13,7 @@
 
 extern "C" {
 #include <uct/atomicx/atomicx_amo.h>
+#include <uct/atomicx/atomicx_counters.h>
 #include <ucs/debug/log_def.h>
 #include <ucs/type/class.h>
 #include <ucs/config/parser.h>
@@ -179,7 +180,6 @@ TEST(atomicx_byte_order, half_position)
 class atomicx_lib : public ::testing::Test {
 protected:
     typedef ucs_status_t (*abi_check_func_t)(size_t, size_t);
-    typedef int (*is_registered_func_t)(void);
 
     static std::vector<std::string> component_names()
     {
@@ -263,9 +263,9 @@ TEST_F(atomicx_lib, register_unregister)
         void *handle = open_lib();
         ASSERT_NE(nullptr, handle);
 
-        is_registered_func_t is_registered =
-                (is_registered_func_t)dlsym(handle,
-                                            "uct_atomicx_is_registered");
+        uct_atomicx_is_registered_func_t is_registered =
+                (uct_atomicx_is_registered_func_t)dlsym(
+                        handle, "uct_atomicx_is_registered");
         ASSERT_NE(nullptr, is_registered);
         EXPECT_EQ(1, is_registered());
         EXPECT_TRUE(has_atomicx()) << "round " << round;

@@ -30,6 +30,7 @@
 
 #include <ucp/api/ucp.h>
 #include <ucs/debug/log_def.h>
+#include <uct/atomicx/atomicx_counters.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -46,9 +47,6 @@
 #include <functional>
 #include <string>
 #include <vector>
-
-extern "C" uint64_t uct_atomicx_ops_started(void);
-extern "C" uint64_t uct_atomicx_ops_completed(void);
 
 using atomicx_test::read_all;
 using atomicx_test::read_blob;

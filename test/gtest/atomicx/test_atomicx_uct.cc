@@ -19,32 +19,13 @@
 #include <unistd.h>
 #include <chrono>
 
-extern "C" int uct_atomicx_is_registered(void);
-
 using namespace atomicx_test;
-
-namespace {
-
-
-#define OPEN_OR_SKIP(_env, ...) \
-    do { \
-        std::string _why; \
-        ASSERT_EQ(1, uct_atomicx_is_registered()); \
-        if (!(_env).open(test_device(), __VA_ARGS__, &_why)) { \
-            if (device_required()) { \
-                FAIL() << _why; \
-            } \
-            GTEST_SKIP() << _why; \
-        } \
-    } while (0)
-
-} // namespace
 
 
 TEST(atomicx_uct, iface_caps)
 {
     uct_env env;
-    OPEN_OR_SKIP(env, std::map<std::string, std::string>());
+    ATOMICX_TEST_OPEN_OR_SKIP(env, std::map<std::string, std::string>());
 
     const uint64_t ops  = UCS_BIT(UCT_ATOMIC_OP_ADD) |
                           UCS_BIT(UCT_ATOMIC_OP_AND) |
@@ -87,7 +68,7 @@ TEST_P(atomicx_uct_op, against_reference)
     region mem;
     uct_ep_h a, b;
 
-    OPEN_OR_SKIP(env, std::map<std::string, std::string>());
+    ATOMICX_TEST_OPEN_OR_SKIP(env, std::map<std::string, std::string>());
     env.reg(mem, 64);
     env.loopback_pair(&a, &b);
     uct_rkey_bundle_t rkey = env.unpack(mem.packed_rkey);
@@ -198,7 +179,7 @@ TEST(atomicx_uct, flush_with_emulated_ops_in_flight)
     region mem;
     uct_ep_h a, b;
 
-    OPEN_OR_SKIP(env, std::map<std::string, std::string>());
+    ATOMICX_TEST_OPEN_OR_SKIP(env, std::map<std::string, std::string>());
     env.reg(mem, 64);
     env.loopback_pair(&a, &b);
     uct_rkey_bundle_t rkey = env.unpack(mem.packed_rkey);
@@ -313,7 +294,7 @@ TEST(atomicx_uct, fence_orders_after_cas_loop)
     region mem;
     uct_ep_h a, b;
 
-    OPEN_OR_SKIP(env, std::map<std::string, std::string>());
+    ATOMICX_TEST_OPEN_OR_SKIP(env, std::map<std::string, std::string>());
     env.reg(mem, 64);
     env.loopback_pair(&a, &b);
     uct_rkey_bundle_t rkey = env.unpack(mem.packed_rkey);
@@ -366,7 +347,7 @@ TEST(atomicx_uct, pending_queue)
     region mem;
     uct_ep_h a, b;
 
-    OPEN_OR_SKIP(env, std::map<std::string, std::string>{{"TX_QUEUE_LEN", "4"}});
+    ATOMICX_TEST_OPEN_OR_SKIP(env, std::map<std::string, std::string>{{"TX_QUEUE_LEN", "4"}});
     env.reg(mem, 64);
     env.loopback_pair(&a, &b);
     uct_rkey_bundle_t rkey = env.unpack(mem.packed_rkey);
@@ -452,7 +433,7 @@ TEST(atomicx_uct, hammer_two_processes)
     }
 
     /* Processes fork before any verbs resource exists in the parent */
-    OPEN_OR_SKIP(env, std::map<std::string, std::string>());
+    ATOMICX_TEST_OPEN_OR_SKIP(env, std::map<std::string, std::string>());
     env.reg(mem, 64);
     volatile uint32_t *halves = (volatile uint32_t*)mem.buffer;
     volatile uint64_t *words  = (volatile uint64_t*)mem.buffer;
@@ -574,7 +555,7 @@ TEST(atomicx_uct, peer_destroyed_mid_stream)
 
     /* Forked before any verbs resource exists in this process */
     env.set_error_handler(count_ep_errors, &errors);
-    OPEN_OR_SKIP(env, std::map<std::string, std::string>{{"TIMEOUT", "20ms"},
+    ATOMICX_TEST_OPEN_OR_SKIP(env, std::map<std::string, std::string>{{"TIMEOUT", "20ms"},
                                                        {"RETRY_COUNT", "1"}});
 
     std::vector<char> dev_addr = read_blob(peer.from);

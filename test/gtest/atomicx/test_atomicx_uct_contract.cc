@@ -12,23 +12,9 @@
 
 #include <vector>
 
-extern "C" int uct_atomicx_is_registered(void);
-
 using namespace atomicx_test;
 
 namespace {
-
-#define OPEN_OR_SKIP(_env, ...) \
-    do { \
-        std::string _why; \
-        ASSERT_EQ(1, uct_atomicx_is_registered()); \
-        if (!(_env).open(test_device(), __VA_ARGS__, &_why)) { \
-            if (device_required()) { \
-                FAIL() << _why; \
-            } \
-            GTEST_SKIP() << _why; \
-        } \
-    } while (0)
 
 /* A pending request that posts one 32-bit add, or when it is a flush
  * request, starts a flush with a completion */
@@ -93,7 +79,7 @@ TEST(atomicx_uct_contract, iface_flush_with_pending_requests)
     region mem;
     uct_ep_h a, b;
 
-    OPEN_OR_SKIP(env, std::map<std::string, std::string>{{"TX_QUEUE_LEN", "4"}});
+    ATOMICX_TEST_OPEN_OR_SKIP(env, std::map<std::string, std::string>{{"TX_QUEUE_LEN", "4"}});
     env.reg(mem, 64);
     env.loopback_pair(&a, &b);
     uct_rkey_bundle_t rkey = env.unpack(mem.packed_rkey);
@@ -150,7 +136,7 @@ TEST(atomicx_uct_contract, ep_flush_queued_behind_pending_requests)
     region mem;
     uct_ep_h a, b;
 
-    OPEN_OR_SKIP(env, std::map<std::string, std::string>{{"TX_QUEUE_LEN", "4"}});
+    ATOMICX_TEST_OPEN_OR_SKIP(env, std::map<std::string, std::string>{{"TX_QUEUE_LEN", "4"}});
     env.reg(mem, 64);
     env.loopback_pair(&a, &b);
     uct_rkey_bundle_t rkey = env.unpack(mem.packed_rkey);
@@ -224,7 +210,7 @@ TEST(atomicx_uct_contract, flush_cancel_with_ops_in_flight)
                               ++static_cast<errors*>(arg)->calls;
                               return UCS_OK;
                           }, &errs);
-    OPEN_OR_SKIP(env, std::map<std::string, std::string>());
+    ATOMICX_TEST_OPEN_OR_SKIP(env, std::map<std::string, std::string>());
     env.reg(mem, 64);
     env.loopback_pair(&a, &b);
     uct_rkey_bundle_t rkey = env.unpack(mem.packed_rkey);
@@ -312,7 +298,7 @@ TEST(atomicx_uct_contract, ep_destroy_with_ops_in_flight)
     region mem;
     uct_ep_h a, b;
 
-    OPEN_OR_SKIP(env, std::map<std::string, std::string>());
+    ATOMICX_TEST_OPEN_OR_SKIP(env, std::map<std::string, std::string>());
     env.reg(mem, 64);
     env.loopback_pair(&a, &b);
     uct_rkey_bundle_t rkey = env.unpack(mem.packed_rkey);
@@ -390,7 +376,7 @@ TEST(atomicx_uct_contract, pending_purge)
     region mem;
     uct_ep_h a, b;
 
-    OPEN_OR_SKIP(env, std::map<std::string, std::string>{{"TX_QUEUE_LEN", "2"}});
+    ATOMICX_TEST_OPEN_OR_SKIP(env, std::map<std::string, std::string>{{"TX_QUEUE_LEN", "2"}});
     env.reg(mem, 64);
     env.loopback_pair(&a, &b);
     uct_rkey_bundle_t rkey = env.unpack(mem.packed_rkey);
@@ -448,7 +434,7 @@ TEST(atomicx_uct_contract, pending_add_busy_and_fence)
     region mem;
     uct_ep_h a, b;
 
-    OPEN_OR_SKIP(env, std::map<std::string, std::string>());
+    ATOMICX_TEST_OPEN_OR_SKIP(env, std::map<std::string, std::string>());
     env.reg(mem, 64);
     env.loopback_pair(&a, &b);
     uct_rkey_bundle_t rkey = env.unpack(mem.packed_rkey);
