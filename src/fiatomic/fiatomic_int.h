@@ -224,7 +224,7 @@ struct fiatomic_context {
     unsigned            num_free_reqs;
     /* target-side execution */
     bool                am_enabled; /* handlers registered (UCP_FEATURE_AM) */
-    unsigned            am_id;      /* requests; replies use am_id + 1 */
+    unsigned            am_id;      /* + FIATOMIC_WIRE_AM_* */
     fiatomic_regions_t  regions;    /* exposed to target-side requests */
     uint64_t            wide_locks[FIATOMIC_WIDE_LOCKS]; /* 32-byte
                                        elements of memory without a shared
@@ -234,7 +234,7 @@ struct fiatomic_context {
     unsigned            replies_inflight; /* replies UCP is still sending
                                              and requests it is receiving */
     struct kh_fiatomic_peers_s *peers; /* the target's peers by reply ep
-                                          (fiatomic_target_am.c) */
+                                          (fiatomic_target_serve.c) */
     uint64_t            requests_dropped; /* of peers past their bound */
     fiatomic_msg_slot_t *msg_slots;   /* in the initiator */
     unsigned            num_msg_slots;
@@ -605,11 +605,6 @@ void fiatomic_ucx_context_detect_amo(fiatomic_h fia);
 bool fiatomic_ucx_amo_broken(fiatomic_ep_h ep, ucp_atomic_op_t op,
                              bool fetch);
 
-/** Probe the target if a reply awaited on the ep is overdue. */
-void fiatomic_target_check_overdue(fiatomic_ep_h ep);
-/** Fail every target-side message of the ep still awaiting its reply. */
-void fiatomic_target_ep_fail(fiatomic_ep_h ep, ucs_status_t status);
-
 /* fiatomic_cpu.c: one element with CPU atomics in place */
 /** Zero the padding bytes of an x87 long double (complex) value: whatever
  *  the caller's stack held there is not sent anywhere. */
@@ -636,25 +631,11 @@ ucs_status_t fiatomic_wide_apply(uint64_t *own_locks, uint64_t timeout_ns,
                                  const void *operand, const void *compare,
                                  void *old);
 
-/* fiatomic_target_am.c: the target's side, requests in and replies out */
 /* fiatomic_atomicx_check.c: warn once when UCX_TLS names atomicx and it is
  * not loaded */
 void fiatomic_check_atomicx_loaded(void);
 
-ucs_status_t fiatomic_target_init(fiatomic_h fia);
-/** fiatomic_destroy(): handlers off, held requests and caches dropped. */
-void fiatomic_target_cleanup(fiatomic_h fia);
-/** The context is freed. */
-void fiatomic_target_free(fiatomic_h fia);
-
-/* fiatomic_target.c: regions, request decoder and executor:
- * fiatomic_target.h */
-/* fiatomic_exec_target.c: replies arriving at the initiator */
-ucs_status_t fiatomic_target_reply_handler(void *arg, const void *header,
-                                           size_t header_length, void *data,
-                                           size_t length,
-                                           const ucp_am_recv_param_t *param);
-void fiatomic_target_msgs_cleanup(fiatomic_h fia);
+/* fiatomic_target_*.c, the target-side strategy: fiatomic_target.h */
 
 /* fiatomic_random.c: the kernel's CSPRNG */
 ucs_status_t fiatomic_random_bytes(void *buf, size_t length);

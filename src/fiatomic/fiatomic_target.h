@@ -1,9 +1,19 @@
 /**
- * Target-side execution: the regions a context exposes to target-side
- * requests, and the decoder and executor of one request.
+ * The target-side strategy, one unit (its wire formats: fiatomic_wire.h):
  *
- * They read nothing of a context but its region table, so a harness (the
- * fuzzer) drives them with a table of its own and no context at all.
+ *   fiatomic_target_send.c   the initiator's half: elements into request
+ *                            messages, the reply handler, the probe of a
+ *                            target whose replies are overdue
+ *   fiatomic_target_serve.c  the target's half: the request handler, the
+ *                            bounds that keep a peer from growing the
+ *                            process, replies; the unit's handlers on and off
+ *   fiatomic_target_exec.c   the region table, the request decoder and
+ *                            executor
+ *
+ * Each active message handler is registered by an entry beside its
+ * definition (FIATOMIC_TARGET_DEFINE_AM). The region table, the decoder and
+ * the executor read nothing of a context, so a harness (the fuzzer) drives
+ * them with a table of its own and no context at all.
  */
 #ifndef FIATOMIC_TARGET_H_
 #define FIATOMIC_TARGET_H_
@@ -12,6 +22,9 @@
 #include "fiatomic_wire.h"
 
 struct fiatomic_wide_locks;
+
+/* ------------------------------------------------------------------------ */
+/* Regions, the decoder and the executor (fiatomic_target_exec.c)            */
 
 /* A region a context exposes: requests name it by index and must present
  * its token. */
@@ -33,8 +46,9 @@ typedef struct fiatomic_regions {
     uint64_t          *own_locks;  /* FIATOMIC_WIDE_LOCKS lock words of the
                                       32-byte elements of regions without a
                                       lock table (fiatomic_wide_lock.c) */
-    uint64_t          timeout_ns;  /* longest wait for such a lock: the
-                                      context's operation timeout */
+    uint64_t          timeout_ns;  /* longest wait for a 32-byte element's
+                                      lock: the context's operation
+                                      timeout */
 } fiatomic_regions_t;
 
 /** Expose `mem` as a new region of the table; sets mem's region index. */
@@ -53,5 +67,44 @@ fiatomic_mem_h fiatomic_region_find(fiatomic_h fia, uint32_t region,
  *  nothing outside the region the request names with its token. */
 size_t fiatomic_target_execute(const fiatomic_regions_t *regions,
                                const void *msg, size_t length, void *reply);
+
+/* ------------------------------------------------------------------------ */
+/* Active message handlers                                                   */
+
+/* One handler of the unit, registered on the context's worker at the
+ * context's AM id + `offset` for as long as target-side execution is on. */
+typedef struct fiatomic_target_am {
+    unsigned               offset; /* FIATOMIC_WIRE_AM_* */
+    ucp_am_recv_callback_t cb;
+} fiatomic_target_am_t;
+
+/* Defines the entry of handler `_cb` for the messages at `_offset`, beside
+ * the handler's definition. */
+#define FIATOMIC_TARGET_DEFINE_AM(_name, _offset, _cb) \
+    const fiatomic_target_am_t fiatomic_target_am_##_name = { \
+        .offset = (_offset), \
+        .cb     = (_cb) \
+    }
+
+extern const fiatomic_target_am_t fiatomic_target_am_request; /* serve.c */
+extern const fiatomic_target_am_t fiatomic_target_am_reply;   /* send.c */
+
+/* ------------------------------------------------------------------------ */
+/* The rest of the library                                                   */
+
+/** fiatomic_create(): the region table's set-up, the peers table, the
+ *  handlers on (without UCP_FEATURE_AM: target-side execution off). */
+ucs_status_t fiatomic_target_init(fiatomic_h fia);
+/** fiatomic_destroy(): handlers off, held requests and caches dropped. */
+void fiatomic_target_cleanup(fiatomic_h fia);
+/** The context is freed. */
+void fiatomic_target_free(fiatomic_h fia);
+/** The initiator's message slots and cache are freed. */
+void fiatomic_target_msgs_cleanup(fiatomic_h fia);
+
+/** Probe the target if a reply awaited on the ep is overdue. */
+void fiatomic_target_check_overdue(fiatomic_ep_h ep);
+/** Fail every target-side message of the ep still awaiting its reply. */
+void fiatomic_target_ep_fail(fiatomic_ep_h ep, ucs_status_t status);
 
 #endif

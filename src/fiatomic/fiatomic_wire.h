@@ -15,6 +15,11 @@
 #define FIATOMIC_WIRE_REPLY_MAGIC 0xf1a7a3e1u
 #define FIATOMIC_WIRE_VERSION     1
 
+/* The active messages, by their id's offset from the AM id every peer's
+ * context is created with (fiatomic_params_t am_id). */
+#define FIATOMIC_WIRE_AM_REQUEST  0
+#define FIATOMIC_WIRE_AM_REPLY    1
+
 /* A message's payload (operands + compare values) stays below this, so it
  * goes eagerly; larger arrays are split into several messages in flight. */
 #define FIATOMIC_WIRE_MAX_PAYLOAD 4096

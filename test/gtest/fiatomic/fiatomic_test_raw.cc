@@ -52,7 +52,7 @@ bool raw_client::start(const std::string &tl,
     hparams.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
                          UCP_AM_HANDLER_PARAM_FIELD_CB |
                          UCP_AM_HANDLER_PARAM_FIELD_ARG;
-    hparams.id         = FIATOMIC_AM_ID_DEFAULT + 1;
+    hparams.id         = FIATOMIC_AM_ID_DEFAULT + FIATOMIC_WIRE_AM_REPLY;
     hparams.cb         = reply_cb;
     hparams.arg        = this;
     if (ucp_worker_set_am_recv_handler(m_worker, &hparams) != UCS_OK) {
@@ -80,7 +80,8 @@ bool raw_client::call_raw(const std::vector<uint8_t> &msg,
     m_replies          = 0;
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags        = UCP_AM_SEND_FLAG_REPLY;
-    sptr = ucp_am_send_nbx(m_ep, FIATOMIC_AM_ID_DEFAULT, NULL, 0, msg.data(),
+    sptr = ucp_am_send_nbx(m_ep, FIATOMIC_AM_ID_DEFAULT +
+                           FIATOMIC_WIRE_AM_REQUEST, NULL, 0, msg.data(),
                            msg.size(), &param);
     if (UCS_PTR_IS_ERR(sptr)) {
         *error = ucs_status_string(UCS_PTR_STATUS(sptr));
@@ -135,7 +136,8 @@ ucs_status_t raw_client::post(const void *msg, size_t length)
 
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags        = UCP_AM_SEND_FLAG_REPLY;
-    sptr = ucp_am_send_nbx(m_ep, FIATOMIC_AM_ID_DEFAULT, NULL, 0, msg, length,
+    sptr = ucp_am_send_nbx(m_ep, FIATOMIC_AM_ID_DEFAULT +
+                           FIATOMIC_WIRE_AM_REQUEST, NULL, 0, msg, length,
                            &param);
     if (UCS_PTR_IS_PTR(sptr)) {
         ucp_request_free(sptr); /* UCP sends it in the background */

@@ -1,6 +1,7 @@
 /**
- * Target-side execution, receiving and replying: the active message handler
- * and the bounds that keep a peer from growing this process.
+ * Target-side strategy, the target's half (fiatomic_target.h): the request
+ * handler, the bounds that keep a peer from growing this process, the
+ * replies, and the unit's handlers on and off.
  *
  * A peer is the reply endpoint UCP gives with its requests. Each peer has at
  * most FIATOMIC_TARGET_REPLIES_MAX replies that UCP is still sending (a peer
@@ -17,6 +18,7 @@
  * most FIATOMIC_REPLY_CACHE_MAX), larger ones freed once sent.
  */
 #include "fiatomic_int.h"
+#include "fiatomic_target.h"
 #include "fiatomic_wire.h"
 
 #include <ucs/datastruct/khash.h>
@@ -236,8 +238,8 @@ static void fiatomic_peer_serve(fiatomic_peer_t *peer, const void *msg,
      * peer) before ucp_am_send_nbx returns. */
     ++peer->replies;
     ++fia->replies_inflight;
-    sptr = ucp_am_send_nbx(peer->ep, fia->am_id + 1, NULL, 0, buf->data,
-                           reply_len, &param);
+    sptr = ucp_am_send_nbx(peer->ep, fia->am_id + FIATOMIC_WIRE_AM_REPLY, NULL,
+                           0, buf->data, reply_len, &param);
     if (!UCS_PTR_IS_PTR(sptr)) {
         --peer->replies;
         --fia->replies_inflight;
@@ -462,8 +464,25 @@ static ucs_status_t fiatomic_target_request_handler_locked(
     return status;
 }
 
-static ucs_status_t fiatomic_target_set_handler(fiatomic_h fia, unsigned id,
-                                                ucp_am_recv_callback_t cb)
+FIATOMIC_TARGET_DEFINE_AM(request, FIATOMIC_WIRE_AM_REQUEST,
+                          fiatomic_target_request_handler);
+
+/* ------------------------------------------------------------------------ */
+/* Handlers on and off                                                       */
+
+/* Every handler of the unit, each defined beside its function. */
+static const fiatomic_target_am_t *const fiatomic_target_ams[] = {
+    &fiatomic_target_am_request,
+    &fiatomic_target_am_reply
+};
+
+#define FIATOMIC_TARGET_NUM_AMS \
+    (sizeof(fiatomic_target_ams) / sizeof(fiatomic_target_ams[0]))
+
+/* The handler of `am` on (or off: `on` false) on the context's worker. */
+static ucs_status_t fiatomic_target_set_handler(fiatomic_h fia,
+                                                const fiatomic_target_am_t *am,
+                                                bool on)
 {
     ucp_am_handler_param_t param;
 
@@ -471,8 +490,8 @@ static ucs_status_t fiatomic_target_set_handler(fiatomic_h fia, unsigned id,
                        UCP_AM_HANDLER_PARAM_FIELD_CB |
                        UCP_AM_HANDLER_PARAM_FIELD_ARG |
                        UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
-    param.id         = id;
-    param.cb         = cb;
+    param.id         = fia->am_id + am->offset;
+    param.cb         = on ? am->cb : NULL;
     param.arg        = fia;
     param.flags      = UCP_AM_FLAG_WHOLE_MSG;
     return ucp_worker_set_am_recv_handler(fia->worker, &param);
@@ -491,6 +510,8 @@ static bool fiatomic_target_am_available(fiatomic_h fia)
 
 ucs_status_t fiatomic_target_init(fiatomic_h fia)
 {
+    unsigned i;
+
     fia->regions.own_locks  = fia->wide_locks;
     fia->regions.timeout_ns = fia->op_timeout_ns;
     fia->peers              = kh_init(fiatomic_peers);
@@ -501,15 +522,20 @@ ucs_status_t fiatomic_target_init(fiatomic_h fia)
     /* Without UCP_FEATURE_AM target-side execution is simply not offered
      * (keys say so, the selector never chooses it), everything else
      * works. */
-    if (!fiatomic_target_am_available(fia) ||
-        (fiatomic_target_set_handler(fia, fia->am_id,
-                                     fiatomic_target_request_handler) !=
-         UCS_OK) ||
-        (fiatomic_target_set_handler(fia, fia->am_id + 1,
-                                     fiatomic_target_reply_handler) !=
-         UCS_OK)) {
-        fia->am_enabled = false;
+    fia->am_enabled = false;
+    if (!fiatomic_target_am_available(fia)) {
         return UCS_OK;
+    }
+
+    for (i = 0; i < FIATOMIC_TARGET_NUM_AMS; ++i) {
+        if (fiatomic_target_set_handler(fia, fiatomic_target_ams[i], true) !=
+            UCS_OK) {
+            while (i-- > 0) {
+                fiatomic_target_set_handler(fia, fiatomic_target_ams[i],
+                                            false);
+            }
+            return UCS_OK;
+        }
     }
 
     fia->am_enabled = true;
@@ -523,10 +549,12 @@ void fiatomic_target_cleanup(fiatomic_h fia)
     khash_t(fiatomic_peers) *peers = fia->peers;
     fiatomic_reply_buf_t *buf;
     khiter_t iter;
+    unsigned i;
 
     if (fia->am_enabled) {
-        fiatomic_target_set_handler(fia, fia->am_id, NULL);
-        fiatomic_target_set_handler(fia, fia->am_id + 1, NULL);
+        for (i = 0; i < FIATOMIC_TARGET_NUM_AMS; ++i) {
+            fiatomic_target_set_handler(fia, fiatomic_target_ams[i], false);
+        }
         fia->am_enabled = false;
     }
 

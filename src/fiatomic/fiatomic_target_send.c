@@ -1,5 +1,6 @@
 /**
- * Target-side strategy, the initiator's half: consecutive elements of a
+ * Target-side strategy, the initiator's half (fiatomic_target.h): the
+ * strategy's table, and the reply handler. Consecutive elements of a
  * request go to the target in one active message (as many as fit in
  * FIATOMIC_WIRE_MAX_PAYLOAD; larger arrays become several messages, all in
  * flight at once); the target executes them with CPU atomics and replies
@@ -11,12 +12,13 @@
  * but knows nothing of a reply we wait for, so once a reply is overdue
  * (FIATOMIC_PROBE_DELAY after its send), an endpoint flush ("probe") is
  * posted while replies are awaited: UCP fails it when the endpoint failed,
- * and that error completes every awaited message. Probing only overdue messages keeps the
- * probe off the normal path (a probe per round trip cost a third of the
- * latency over tcp). The overdue check runs when the library is called
+ * and that error completes every awaited message. Probing only overdue
+ * messages keeps the probe off the normal path (a probe per round trip cost
+ * a third of the latency over tcp). The overdue check runs when the library is called
  * (posting, fiatomic_request_check_status, flush) and on every reply.
  */
 #include "fiatomic_int.h"
+#include "fiatomic_target.h"
 #include "fiatomic_wire.h"
 
 #include <stdlib.h>
@@ -296,10 +298,10 @@ fiatomic_target_reply_handler_locked(fiatomic_h fia, void *data,
                                      size_t length,
                                      const ucp_am_recv_param_t *param);
 
-ucs_status_t fiatomic_target_reply_handler(void *arg, const void *header,
-                                           size_t header_length, void *data,
-                                           size_t length,
-                                           const ucp_am_recv_param_t *param)
+static ucs_status_t
+fiatomic_target_reply_handler(void *arg, const void *header,
+                              size_t header_length, void *data, size_t length,
+                              const ucp_am_recv_param_t *param)
 {
     fiatomic_h fia = arg;
     ucs_status_t status;
@@ -365,6 +367,9 @@ fiatomic_target_reply_handler_locked(fiatomic_h fia, void *data,
     fiatomic_target_check_overdue(ep);
     return UCS_OK;
 }
+
+FIATOMIC_TARGET_DEFINE_AM(reply, FIATOMIC_WIRE_AM_REPLY,
+                          fiatomic_target_reply_handler);
 
 static void fiatomic_target_sent_cb(void *request, ucs_status_t status,
                                     void *user_data)
@@ -485,8 +490,9 @@ static size_t fiatomic_target_start(fiatomic_req_t *req, size_t first,
     param.cb.send      = fiatomic_target_sent_cb;
     param.user_data    = msg;
     param.flags        = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
-    sptr = ucp_am_send_nbx(ep->ucp_ep, ep->fia->am_id, NULL, 0, msg->buffer,
-                           msg->length, &param);
+    sptr = ucp_am_send_nbx(ep->ucp_ep,
+                           ep->fia->am_id + FIATOMIC_WIRE_AM_REQUEST, NULL, 0,
+                           msg->buffer, msg->length, &param);
     if (UCS_PTR_IS_PTR(sptr)) {
         msg->sending = true;
         fiatomic_ep_inflight_add(ep);

@@ -1,7 +1,7 @@
 /**
- * Target-side execution, the target's half: the table of exposed regions
- * and the request decoder and executor (fiatomic_target_am.c receives the
- * requests and sends the replies).
+ * Target-side strategy, the executor (fiatomic_target.h): the table of
+ * exposed regions and the request decoder and executor
+ * (fiatomic_target_serve.c receives the requests and sends the replies).
  *
  * A request is executed only if every byte it touches lies inside a region
  * this context exposed, named by index and token from its packed key, with
