@@ -351,6 +351,15 @@ void connection::destroy_second_ep(ucp_ep_h ucp_ep, fiatomic_ep_h ep)
     ucp_ep_close_blocking(m_setup.worker, ucp_ep, false);
 }
 
+bool start_initiator(peer_process *proc, const target &tgt,
+                     const kv_list &env, std::string *error)
+{
+    std::vector<uint8_t> hello = tgt.info().pack();
+
+    return proc->spawn({"initiator"}, env, error) &&
+           proc->request(MSG_CONNECT, hello.data(), hello.size(), NULL, error);
+}
+
 bool take_snapshot(connection *conn, target_snapshot *snap, std::string *error)
 {
     for (int r = 0; r < FIATOMIC_TEST_REGIONS; ++r) {

@@ -334,6 +334,15 @@ private:
     bool                      m_strategy_set = false;
 };
 
+/**
+ * Start `proc` as an initiator peer (fiatomic_test_peer initiator) with the
+ * environment `env` and connect it to `tgt` (MSG_CONNECT with the target's
+ * hello); it answers once its endpoint is up. False with *error set when
+ * either step fails.
+ */
+bool start_initiator(peer_process *proc, const target &tgt,
+                     const kv_list &env, std::string *error);
+
 /** ASSERT-style helper to get a connection or skip. */
 #define FIATOMIC_TEST_GET_CONNECTION(_conn, _cfg) \
     connection *_conn; \

@@ -14,6 +14,7 @@
 #include "fiatomic_test_values.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -287,6 +288,62 @@ config process_config(const config &cfg, const std::string &strategy)
 std::string target_tl(const config &cfg)
 {
     return (cfg.strategy == "wide") ? cfg.tl + ",tcp" : cfg.tl;
+}
+
+/* The job of one process: its number, its configuration */
+typedef std::function<std::vector<job_task>(int, const config &)> job_maker;
+
+/*
+ * Start one initiator per entry of `strategies`, each connected to `tgt`
+ * with its job (job_of), have them all begin at the same moment and collect
+ * their results (a process that reports an error fails the test). *start is
+ * that moment. Call under ASSERT_NO_FATAL_FAILURE.
+ */
+void run_initiators(const config &cfg,
+                    const std::vector<std::string> &strategies,
+                    remote_target &tgt, peer_process *procs,
+                    const job_maker &job_of, std::vector<job_result> *results,
+                    double *start)
+{
+    std::string error;
+
+    for (int p = 0; p < PROCS; ++p) {
+        config pc = process_config(cfg, strategies[p]);
+        ASSERT_TRUE(start_initiator(&procs[p], tgt,
+                                    peer_env(pc.tl, pc.strategy, cfg.am),
+                                    &error))
+                << error;
+        std::vector<uint8_t> packed = pack_job(job_of(p, pc));
+        ASSERT_TRUE(procs[p].request(MSG_JOB, packed.data(), packed.size(),
+                                     NULL, &error)) << error;
+    }
+
+    *start = now_sec() + 0.1; /* everybody starts then */
+    for (int p = 0; p < PROCS; ++p) {
+        ASSERT_TRUE(procs[p].send(MSG_GO, start, sizeof(*start), &error))
+                << error;
+    }
+    for (int p = 0; p < PROCS; ++p) {
+        std::vector<uint8_t> reply;
+        ASSERT_TRUE(procs[p].receive_ok(&reply, &error, 400000)) << error;
+        ASSERT_TRUE(unpack_job_result(reply, &(*results)[p]))
+                << "process " << p << ": reply of " << reply.size()
+                << " bytes";
+        EXPECT_EQ("", (*results)[p].error) << "process " << p << " ("
+                                           << strategies[p] << ")";
+    }
+}
+
+/* Stop the initiators, then the target; each must exit cleanly */
+void stop_all(peer_process *procs, remote_target &tgt)
+{
+    std::string error;
+
+    for (int p = 0; p < PROCS; ++p) {
+        EXPECT_TRUE(procs[p].stop(&error)) << "initiator " << p << ": "
+                                           << error;
+    }
+    EXPECT_TRUE(tgt.stop(&error)) << "target: " << error;
 }
 
 class concurrency : public ::testing::TestWithParam<config> {
@@ -658,17 +715,10 @@ TEST_P(concurrency, hammer)
     }
     ASSERT_TRUE(tgt.write(0, 0, image.data(), image.size(), &error)) << error;
 
-    std::vector<uint8_t> hello = tgt.info().pack();
     std::vector<std::vector<size_t>> index(PROCS,
                                            std::vector<size_t>(m_tasks.size()));
-    for (int p = 0; p < PROCS; ++p) {
-        config pc = process_config(cfg, strategies[p]);
-        ASSERT_TRUE(procs[p].spawn({"initiator"},
-                                   peer_env(pc.tl, pc.strategy, cfg.am),
-                                   &error))
-                << error;
-        ASSERT_TRUE(procs[p].request(MSG_CONNECT, hello.data(), hello.size(),
-                                     NULL, &error)) << error;
+    double start;
+    auto job_of = [&](int p, const config &) {
         std::vector<job_task> job;
         for (size_t ti = 0; ti < m_tasks.size(); ++ti) {
             const element_task &t = m_tasks[ti];
@@ -689,23 +739,10 @@ TEST_P(concurrency, hammer)
             index[p][ti]  = job.size();
             job.push_back(jt);
         }
-        std::vector<uint8_t> packed = pack_job(job);
-        ASSERT_TRUE(procs[p].request(MSG_JOB, packed.data(), packed.size(),
-                                     NULL, &error)) << error;
-    }
-
-    double start = now_sec() + 0.1; /* everybody starts then */
-    for (int p = 0; p < PROCS; ++p) {
-        ASSERT_TRUE(procs[p].send(MSG_GO, &start, sizeof(start), &error))
-                << error;
-    }
-    for (int p = 0; p < PROCS; ++p) {
-        std::vector<uint8_t> reply;
-        ASSERT_TRUE(procs[p].receive_ok(&reply, &error, 400000)) << error;
-        ASSERT_TRUE(unpack_job_result(reply, &results[p]));
-        EXPECT_EQ("", results[p].error) << "process " << p << " ("
-                                        << strategies[p] << ")";
-    }
+        return job;
+    };
+    ASSERT_NO_FATAL_FAILURE(run_initiators(cfg, strategies, tgt, procs,
+                                           job_of, &results, &start));
     double elapsed = now_sec() - start;
     if (HasFailure()) {
         return;
@@ -737,11 +774,7 @@ TEST_P(concurrency, hammer)
         }
     }
 
-    for (int p = 0; p < PROCS; ++p) {
-        EXPECT_TRUE(procs[p].stop(&error)) << "initiator " << p << ": "
-                                           << error;
-    }
-    EXPECT_TRUE(tgt.stop(&error)) << "target: " << error;
+    stop_all(procs, tgt);
     std::cout << "[ INFO     ] " << m_tasks.size() << " elements, "
               << PROCS << " processes x " << ITERATIONS
               << " iterations in " << elapsed << " s" << std::endl;
@@ -816,15 +849,8 @@ TEST_P(wide_concurrency, direct_and_target_on_same_elements)
     std::vector<uint8_t> image(512, 0);
     ASSERT_TRUE(tgt.write(0, 0, image.data(), image.size(), &error)) << error;
 
-    std::vector<uint8_t> hello = tgt.info().pack();
-    for (int p = 0; p < PROCS; ++p) {
-        config pc = process_config(cfg, strategies[p]);
-        ASSERT_TRUE(procs[p].spawn({"initiator"},
-                                   peer_env(pc.tl, pc.strategy, cfg.am),
-                                   &error))
-                << error;
-        ASSERT_TRUE(procs[p].request(MSG_CONNECT, hello.data(), hello.size(),
-                                     NULL, &error)) << error;
+    double start;
+    auto job_of = [&](int, const config &pc) {
         std::vector<job_task> job;
         for (uint64_t offset : offsets) {
             job_task jt;
@@ -842,25 +868,10 @@ TEST_P(wide_concurrency, direct_and_target_on_same_elements)
             jt.duration_us = WIDE_DURATION_US;
             job.push_back(jt);
         }
-        std::vector<uint8_t> packed = pack_job(job);
-        ASSERT_TRUE(procs[p].request(MSG_JOB, packed.data(), packed.size(),
-                                     NULL, &error)) << error;
-    }
-
-    double start = now_sec() + 0.1;
-    for (int p = 0; p < PROCS; ++p) {
-        ASSERT_TRUE(procs[p].send(MSG_GO, &start, sizeof(start), &error))
-                << error;
-    }
-    for (int p = 0; p < PROCS; ++p) {
-        std::vector<uint8_t> reply;
-        ASSERT_TRUE(procs[p].receive_ok(&reply, &error, 400000)) << error;
-        ASSERT_TRUE(unpack_job_result(reply, &results[p]))
-                << "process " << p << ": reply of " << reply.size()
-                << " bytes";
-        EXPECT_EQ("", results[p].error) << "process " << p << " ("
-                                        << strategies[p] << ")";
-    }
+        return job;
+    };
+    ASSERT_NO_FATAL_FAILURE(run_initiators(cfg, strategies, tgt, procs,
+                                           job_of, &results, &start));
     if (HasFailure()) {
         return;
     }
@@ -905,11 +916,7 @@ TEST_P(wide_concurrency, direct_and_target_on_same_elements)
         EXPECT_EQ(total, (uint64_t)ld_real(fin)) << "adds lost";
         EXPECT_EQ(value_t(16, 0), value_t(fin.begin() + 16, fin.end()));
     }
-    for (int p = 0; p < PROCS; ++p) {
-        EXPECT_TRUE(procs[p].stop(&error)) << "initiator " << p << ": "
-                                           << error;
-    }
-    EXPECT_TRUE(tgt.stop(&error)) << "target: " << error;
+    stop_all(procs, tgt);
     std::cout << "[ INFO     ] adds per process (direct, direct, target, "
               << "target over tcp): " << counts.str() << std::endl;
 }

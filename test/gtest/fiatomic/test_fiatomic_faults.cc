@@ -47,10 +47,7 @@ protected:
         for (const auto &kv : extra_env()) {
             env.push_back(kv);
         }
-        ASSERT_TRUE(m_initiator.spawn({"initiator"}, env, &error)) << error;
-        std::vector<uint8_t> hello = m_target.info().pack();
-        ASSERT_TRUE(m_initiator.request(MSG_CONNECT, hello.data(),
-                                        hello.size(), NULL, &error))
+        ASSERT_TRUE(start_initiator(&m_initiator, m_target, env, &error))
                 << error;
     }
 

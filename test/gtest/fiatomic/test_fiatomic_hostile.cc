@@ -910,11 +910,9 @@ TEST_F(hostile_peers, stopped_then_killed_initiator)
     bytes b;
 
     ASSERT_NO_FATAL_FAILURE(connect(10.0));
-    ASSERT_TRUE(initiator.spawn({"initiator"}, peer_env("tcp", "target"),
-                                &error)) << error;
-    std::vector<uint8_t> hello = m_conn->tgt().info().pack();
-    ASSERT_TRUE(initiator.request(MSG_CONNECT, hello.data(), hello.size(),
-                                  NULL, &error)) << error;
+    ASSERT_TRUE(start_initiator(&initiator, m_conn->tgt(),
+                                peer_env("tcp", "target"), &error))
+            << error;
     b.put<double>(30.0);
     ASSERT_TRUE(initiator.request(MSG_FAULT_RUN, b.data().data(),
                                   b.data().size(), NULL, &error)) << error;
