@@ -7,15 +7,10 @@
 # (FIATOMIC_PERFTEST_SCALE_MISCOUNT counts one call more than was made),
 # and that bad values are named. Every run must print no UCX ERROR or WARN.
 set -u
-perftest=${FIATOMIC_PERFTEST:-./src/tools/fiatomic_perftest}
-log=$(mktemp)
-err=$(mktemp)
-trap 'rm -f "$log" "$err"' EXIT
-
-if [ ! -x "$perftest" ]; then
-    echo "SKIP: $perftest not built"
-    exit 77
-fi
+# shellcheck source-path=SCRIPTDIR source=perftest-test-common.sh
+. "$(dirname "$0")/perftest-test-common.sh"
+log=$perftest_tmp/log
+err=$perftest_tmp/err
 
 fail=0
 failed() {
@@ -34,7 +29,7 @@ run() {
         failed "$name: exit $rc, expected $want"
         return 1
     fi
-    if grep -qE 'UCX +(ERROR|WARN|FATAL)|Segmentation|Assertion' "$log" "$err"; then
+    if perftest_ucx_trouble "$log" "$err"; then
         failed "$name: a UCX error or warning"
         return 1
     fi

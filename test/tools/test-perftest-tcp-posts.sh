@@ -7,15 +7,10 @@
 # endpoint once before its first software atomic. Each run must finish, pass,
 # and print no UCX ERROR or WARN line.
 set -u
-perftest=${FIATOMIC_PERFTEST:-./src/tools/fiatomic_perftest}
+# shellcheck source-path=SCRIPTDIR source=perftest-test-common.sh
+. "$(dirname "$0")/perftest-test-common.sh"
 runs=${PERFTEST_TCP_POSTS_RUNS:-6}
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
-
-if [ ! -x "$perftest" ]; then
-    echo "SKIP: $perftest not built"
-    exit 77
-fi
+log=$perftest_tmp/log
 
 fail=0
 for i in $(seq 1 "$runs"); do
@@ -23,7 +18,7 @@ for i in $(seq 1 "$runs"); do
         UCX_TLS=tcp timeout 60 "$perftest" -f base -o sum -d u64 \
             -W "$window" -n 1000 -w 100 --strategy native > "$log" 2>&1
         rc=$?
-        if [ $rc -ne 0 ] || grep -qE 'UCX +(ERROR|WARN|FATAL)|Segmentation|lost the target' "$log"; then
+        if [ $rc -ne 0 ] || perftest_ucx_trouble "$log"; then
             echo "FAIL: run $i, window $window: exit $rc"
             grep -vE '^\+|^\|' "$log" | head -20
             fail=1
