@@ -298,6 +298,31 @@ void uct_env::loopback_pair(uct_ep_h *a, uct_ep_h *b)
     connect(*b, dev, ep_address(*a));
 }
 
+void loopback_test::open_loopback()
+{
+    ASSERT_NO_FATAL_FAILURE(env.reg(mem, 64));
+    env.loopback_pair(&a, &b);
+    rkey        = env.unpack(mem.packed_rkey);
+    m_have_rkey = true;
+}
+
+void loopback_test::TearDown()
+{
+    if (m_have_rkey) {
+        env.release(rkey);
+        m_have_rkey = false;
+    }
+    if (a != nullptr) {
+        uct_ep_destroy(a);
+        a = nullptr;
+    }
+    if (b != nullptr) {
+        uct_ep_destroy(b);
+        b = nullptr;
+    }
+    env.dereg(mem);
+}
+
 unsigned uct_env::progress()
 {
     return uct_worker_progress(m_worker);

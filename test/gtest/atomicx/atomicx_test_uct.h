@@ -10,6 +10,8 @@
 #include <uct/atomicx/atomicx_counters.h>
 #include <ucs/async/async_fwd.h>
 
+#include <gtest/gtest.h>
+
 #include <functional>
 #include <map>
 #include <string>
@@ -104,6 +106,28 @@ private:
     void                 *m_err_arg = nullptr;
 };
 
+/*
+ * Fixture of the UCT tests: `env`, and after ATOMICX_TEST_OPEN_LOOPBACK a
+ * loopback set-up on it: `mem` (64 registered bytes), two endpoints of the
+ * iface connected to each other (`a`, `b`) and mem's unpacked rkey (`rkey`).
+ * TearDown releases what was set up, also after a failed assertion; a test
+ * that destroys `a` or `b` itself sets it to nullptr.
+ */
+class loopback_test : public ::testing::Test {
+protected:
+    void open_loopback();
+    void TearDown() override;
+
+    uct_env           env;
+    region            mem;
+    uct_ep_h          a = nullptr;
+    uct_ep_h          b = nullptr;
+    uct_rkey_bundle_t rkey;
+
+private:
+    bool              m_have_rkey = false;
+};
+
 /* Whole-buffer I/O over a pipe or socket; aborts the process on failure */
 void write_all(int fd, const void *buf, size_t len);
 void read_all(int fd, void *buf, size_t len);
@@ -126,6 +150,14 @@ std::vector<char> read_blob(int fd);
             } \
             GTEST_SKIP() << _why; \
         } \
+    } while (0)
+
+/* In a loopback_test: opens `env` with the configuration given (see
+ * ATOMICX_TEST_OPEN_OR_SKIP), then the loopback set-up */
+#define ATOMICX_TEST_OPEN_LOOPBACK(...) \
+    do { \
+        ATOMICX_TEST_OPEN_OR_SKIP(env, __VA_ARGS__); \
+        ASSERT_NO_FATAL_FAILURE(open_loopback()); \
     } while (0)
 
 #endif

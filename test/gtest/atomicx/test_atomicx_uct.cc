@@ -21,10 +21,12 @@
 
 using namespace atomicx_test;
 
+class atomicx_uct : public loopback_test {
+};
 
-TEST(atomicx_uct, iface_caps)
+
+TEST_F(atomicx_uct, iface_caps)
 {
-    uct_env env;
     ATOMICX_TEST_OPEN_OR_SKIP(env, std::map<std::string, std::string>());
 
     const uint64_t ops  = UCS_BIT(UCT_ATOMIC_OP_ADD) |
@@ -53,7 +55,8 @@ TEST(atomicx_uct, iface_caps)
 /* (op, size, fetch) */
 typedef std::tuple<uct_atomic_op_t, unsigned, bool> op_param_t;
 
-class atomicx_uct_op : public ::testing::TestWithParam<op_param_t> {
+class atomicx_uct_op : public loopback_test,
+                       public ::testing::WithParamInterface<op_param_t> {
 };
 
 /* Every op against the reference, on both halves of a word for 32-bit ops
@@ -64,14 +67,7 @@ TEST_P(atomicx_uct_op, against_reference)
     uct_atomic_op_t op = std::get<0>(GetParam());
     unsigned size      = std::get<1>(GetParam());
     bool fetch         = std::get<2>(GetParam());
-    uct_env env;
-    region mem;
-    uct_ep_h a, b;
-
-    ATOMICX_TEST_OPEN_OR_SKIP(env, std::map<std::string, std::string>());
-    env.reg(mem, 64);
-    env.loopback_pair(&a, &b);
-    uct_rkey_bundle_t rkey = env.unpack(mem.packed_rkey);
+    ATOMICX_TEST_OPEN_LOOPBACK(std::map<std::string, std::string>());
 
     std::mt19937_64 rng(size * 131 + op * 7 + fetch);
     volatile uint64_t *words = (volatile uint64_t*)mem.buffer;
@@ -139,10 +135,6 @@ TEST_P(atomicx_uct_op, against_reference)
     }
 
     EXPECT_EQ(64u, checked);
-    env.release(rkey);
-    uct_ep_destroy(a);
-    uct_ep_destroy(b);
-    env.dereg(mem);
 }
 
 static std::vector<op_param_t> op_params()
@@ -172,17 +164,10 @@ INSTANTIATE_TEST_SUITE_P(
 /* Fetch ops in flight (CAS loops among them), then a flush: when the flush
  * completes, every op issued before it has completed, and the memory holds
  * the effect of all of them */
-TEST(atomicx_uct, flush_with_emulated_ops_in_flight)
+TEST_F(atomicx_uct, flush_with_emulated_ops_in_flight)
 {
     const unsigned count = 96;
-    uct_env env;
-    region mem;
-    uct_ep_h a, b;
-
-    ATOMICX_TEST_OPEN_OR_SKIP(env, std::map<std::string, std::string>());
-    env.reg(mem, 64);
-    env.loopback_pair(&a, &b);
-    uct_rkey_bundle_t rkey = env.unpack(mem.packed_rkey);
+    ATOMICX_TEST_OPEN_LOOPBACK(std::map<std::string, std::string>());
     uint32_t *halves = (uint32_t*)mem.buffer;
     uint64_t *words  = (uint64_t*)mem.buffer;
 
@@ -280,24 +265,13 @@ TEST(atomicx_uct, flush_with_emulated_ops_in_flight)
     EXPECT_EQ(count, started);
     EXPECT_GT(posts, 0u);
 
-    env.release(rkey);
-    uct_ep_destroy(a);
-    uct_ep_destroy(b);
-    env.dereg(mem);
 }
 
 
 /* A fence orders a native op after a CAS loop that needs retries */
-TEST(atomicx_uct, fence_orders_after_cas_loop)
+TEST_F(atomicx_uct, fence_orders_after_cas_loop)
 {
-    uct_env env;
-    region mem;
-    uct_ep_h a, b;
-
-    ATOMICX_TEST_OPEN_OR_SKIP(env, std::map<std::string, std::string>());
-    env.reg(mem, 64);
-    env.loopback_pair(&a, &b);
-    uct_rkey_bundle_t rkey = env.unpack(mem.packed_rkey);
+    ATOMICX_TEST_OPEN_LOOPBACK(std::map<std::string, std::string>());
     volatile uint64_t *word = (volatile uint64_t*)mem.buffer;
 
     for (uint32_t i = 1; i <= 32; ++i) {
@@ -333,24 +307,13 @@ TEST(atomicx_uct, fence_orders_after_cas_loop)
         EXPECT_EQ(expect, *word);
     }
 
-    env.release(rkey);
-    uct_ep_destroy(a);
-    uct_ep_destroy(b);
-    env.dereg(mem);
 }
 
 
 /* Pending queue: more ops than the send queue holds */
-TEST(atomicx_uct, pending_queue)
+TEST_F(atomicx_uct, pending_queue)
 {
-    uct_env env;
-    region mem;
-    uct_ep_h a, b;
-
-    ATOMICX_TEST_OPEN_OR_SKIP(env, std::map<std::string, std::string>{{"TX_QUEUE_LEN", "4"}});
-    env.reg(mem, 64);
-    env.loopback_pair(&a, &b);
-    uct_rkey_bundle_t rkey = env.unpack(mem.packed_rkey);
+    ATOMICX_TEST_OPEN_LOOPBACK(std::map<std::string, std::string>{{"TX_QUEUE_LEN", "4"}});
     uint64_t *word = (uint64_t*)mem.buffer;
 
     struct req {
@@ -407,10 +370,6 @@ TEST(atomicx_uct, pending_queue)
     EXPECT_EQ(64, posted);
     EXPECT_EQ(64u, *word);
 
-    env.release(rkey);
-    uct_ep_destroy(a);
-    uct_ep_destroy(b);
-    env.dereg(mem);
 }
 
 
@@ -419,11 +378,9 @@ TEST(atomicx_uct, pending_queue)
 /* Two processes hammer the same words with mixed native and emulated ops
  * while the target does nothing; every fetched value and the final memory
  * are checked */
-TEST(atomicx_uct, hammer_two_processes)
+TEST_F(atomicx_uct, hammer_two_processes)
 {
     const unsigned nprocs = 2;
-    uct_env env;
-    region mem;
     std::vector<peer_proc> peers(nprocs);
     std::vector<uct_ep_h> eps;
 
@@ -544,9 +501,8 @@ ucs_status_t count_ep_errors(void *arg, uct_ep_h ep, ucs_status_t status)
 
 /* The peer dies mid-stream: every outstanding op completes with an error,
  * flush does not hang, the error handler reports the endpoint once */
-TEST(atomicx_uct, peer_destroyed_mid_stream)
+TEST_F(atomicx_uct, peer_destroyed_mid_stream)
 {
-    uct_env env;
     err_ctx errors;
 
     peer_proc peer;

@@ -14,6 +14,25 @@
 
 using namespace atomicx_test;
 
+class atomicx_uct_contract : public loopback_test {
+protected:
+    /* A fetching add of `add` to `word` over a new pair of endpoints returns
+     * the old value and leaves the sum */
+    void expect_new_endpoints_work(uint64_t *word, uint64_t add)
+    {
+        uint64_t r, before = *word;
+        uct_ep_h c, d;
+
+        env.loopback_pair(&c, &d);
+        EXPECT_EQ(UCS_OK, env.run(c, UCT_ATOMIC_OP_ADD, 8, true, add, 0,
+                                  (uintptr_t)word, rkey.rkey, &r));
+        EXPECT_EQ(before, r);
+        EXPECT_EQ(before + add, *word);
+        uct_ep_destroy(c);
+        uct_ep_destroy(d);
+    }
+};
+
 namespace {
 
 /* A pending request that posts one 32-bit add, or when it is a flush
@@ -73,16 +92,9 @@ unsigned fill_send_queue(uct_ep_h ep, uint64_t addr, uct_rkey_t rkey)
 /* uct_iface_flush answers UCS_INPROGRESS, never UCS_ERR_NO_RESOURCE, while
  * an endpoint has requests pending (UCP's worker flush accepts only UCS_OK
  * and UCS_INPROGRESS), and UCS_OK once everything has been executed */
-TEST(atomicx_uct_contract, iface_flush_with_pending_requests)
+TEST_F(atomicx_uct_contract, iface_flush_with_pending_requests)
 {
-    uct_env env;
-    region mem;
-    uct_ep_h a, b;
-
-    ATOMICX_TEST_OPEN_OR_SKIP(env, std::map<std::string, std::string>{{"TX_QUEUE_LEN", "4"}});
-    env.reg(mem, 64);
-    env.loopback_pair(&a, &b);
-    uct_rkey_bundle_t rkey = env.unpack(mem.packed_rkey);
+    ATOMICX_TEST_OPEN_LOOPBACK(std::map<std::string, std::string>{{"TX_QUEUE_LEN", "4"}});
     uint32_t *counter = (uint32_t*)mem.buffer;
 
     unsigned posted = fill_send_queue(a, (uintptr_t)counter, rkey.rkey);
@@ -119,10 +131,6 @@ TEST(atomicx_uct_contract, iface_flush_with_pending_requests)
         EXPECT_EQ(1u, r.calls) << "a dispatched request ran twice";
     }
 
-    env.release(rkey);
-    uct_ep_destroy(a);
-    uct_ep_destroy(b);
-    env.dereg(mem);
 }
 
 
@@ -130,16 +138,9 @@ TEST(atomicx_uct_contract, iface_flush_with_pending_requests)
  * flush then queued behind them (what UCP does) runs when they have been
  * posted, even with more requests queued after it, and its completion comes
  * only after the adds posted before it are done */
-TEST(atomicx_uct_contract, ep_flush_queued_behind_pending_requests)
+TEST_F(atomicx_uct_contract, ep_flush_queued_behind_pending_requests)
 {
-    uct_env env;
-    region mem;
-    uct_ep_h a, b;
-
-    ATOMICX_TEST_OPEN_OR_SKIP(env, std::map<std::string, std::string>{{"TX_QUEUE_LEN", "4"}});
-    env.reg(mem, 64);
-    env.loopback_pair(&a, &b);
-    uct_rkey_bundle_t rkey = env.unpack(mem.packed_rkey);
+    ATOMICX_TEST_OPEN_LOOPBACK(std::map<std::string, std::string>{{"TX_QUEUE_LEN", "4"}});
     uint32_t *counter = (uint32_t*)mem.buffer;
 
     unsigned posted = fill_send_queue(a, (uintptr_t)counter, rkey.rkey);
@@ -187,33 +188,22 @@ TEST(atomicx_uct_contract, ep_flush_queued_behind_pending_requests)
     ASSERT_EQ(UCS_OK, env.flush(a));
     EXPECT_EQ(posted, *counter);
 
-    env.release(rkey);
-    uct_ep_destroy(a);
-    uct_ep_destroy(b);
-    env.dereg(mem);
 }
 
 
 /* Flush with UCT_FLUSH_FLAG_CANCEL while fetch ops are in flight: every op
  * completes (executed, or UCS_ERR_CANCELED), so does the flush, the error
  * handler is not called, and the endpoint takes no new op afterwards */
-TEST(atomicx_uct_contract, flush_cancel_with_ops_in_flight)
+TEST_F(atomicx_uct_contract, flush_cancel_with_ops_in_flight)
 {
     struct errors {
         unsigned calls = 0;
     } errs;
-    uct_env env;
-    region mem;
-    uct_ep_h a, b;
-
     env.set_error_handler([](void *arg, uct_ep_h, ucs_status_t) {
                               ++static_cast<errors*>(arg)->calls;
                               return UCS_OK;
                           }, &errs);
-    ATOMICX_TEST_OPEN_OR_SKIP(env, std::map<std::string, std::string>());
-    env.reg(mem, 64);
-    env.loopback_pair(&a, &b);
-    uct_rkey_bundle_t rkey = env.unpack(mem.packed_rkey);
+    ATOMICX_TEST_OPEN_LOOPBACK(std::map<std::string, std::string>());
     uint64_t *word = (uint64_t*)mem.buffer;
 
     const unsigned count = 64;
@@ -272,36 +262,19 @@ TEST(atomicx_uct_contract, flush_cancel_with_ops_in_flight)
     EXPECT_EQ(UCS_OK, uct_iface_flush(env.iface, 0, nullptr));
     uct_ep_destroy(a);
     uct_ep_destroy(b);
+    a = b = nullptr;
 
     /* The interface goes on working with new endpoints */
-    uct_ep_h c, d;
-    env.loopback_pair(&c, &d);
-    uint64_t before = *word;
-    EXPECT_EQ(UCS_OK, env.run(c, UCT_ATOMIC_OP_ADD, 8, true, 5, 0,
-                              (uintptr_t)word, rkey.rkey, &r));
-    EXPECT_EQ(before, r);
-    EXPECT_EQ(before + 5, *word);
-
-    env.release(rkey);
-    uct_ep_destroy(c);
-    uct_ep_destroy(d);
-    env.dereg(mem);
+    expect_new_endpoints_work(word, 5);
 }
 
 
 /* Destroying an endpoint with ops in flight: each op's completion is called
  * once (executed, or UCS_ERR_CANCELED), none after the destroy, and the
  * interface and its other endpoints go on working */
-TEST(atomicx_uct_contract, ep_destroy_with_ops_in_flight)
+TEST_F(atomicx_uct_contract, ep_destroy_with_ops_in_flight)
 {
-    uct_env env;
-    region mem;
-    uct_ep_h a, b;
-
-    ATOMICX_TEST_OPEN_OR_SKIP(env, std::map<std::string, std::string>());
-    env.reg(mem, 64);
-    env.loopback_pair(&a, &b);
-    uct_rkey_bundle_t rkey = env.unpack(mem.packed_rkey);
+    ATOMICX_TEST_OPEN_LOOPBACK(std::map<std::string, std::string>());
     uint64_t *word = (uint64_t*)mem.buffer;
 
     struct counted {
@@ -329,6 +302,7 @@ TEST(atomicx_uct_contract, ep_destroy_with_ops_in_flight)
     ASSERT_GT(started, 0u);
 
     uct_ep_destroy(a);
+    a = nullptr;
     unsigned completed = 0, bad = 0;
     for (auto &c : comps) {
         completed += c.calls;
@@ -350,36 +324,19 @@ TEST(atomicx_uct_contract, ep_destroy_with_ops_in_flight)
     }
     EXPECT_EQ(started, completed);
     uct_ep_destroy(b);
+    b = nullptr;
     EXPECT_EQ(UCS_OK, env.flush(nullptr));
 
     /* The interface goes on working with new endpoints */
-    uct_ep_h c, d;
-    env.loopback_pair(&c, &d);
-    uint64_t r, before = *word;
-    EXPECT_EQ(UCS_OK, env.run(c, UCT_ATOMIC_OP_ADD, 8, true, 3, 0,
-                              (uintptr_t)word, rkey.rkey, &r));
-    EXPECT_EQ(before, r);
-    EXPECT_EQ(before + 3, *word);
-
-    env.release(rkey);
-    uct_ep_destroy(c);
-    uct_ep_destroy(d);
-    env.dereg(mem);
+    expect_new_endpoints_work(word, 3);
 }
 
 
 /* pending purge hands every queued request to the callback once, in order;
  * afterwards nothing of them runs, and flush answers at once again */
-TEST(atomicx_uct_contract, pending_purge)
+TEST_F(atomicx_uct_contract, pending_purge)
 {
-    uct_env env;
-    region mem;
-    uct_ep_h a, b;
-
-    ATOMICX_TEST_OPEN_OR_SKIP(env, std::map<std::string, std::string>{{"TX_QUEUE_LEN", "2"}});
-    env.reg(mem, 64);
-    env.loopback_pair(&a, &b);
-    uct_rkey_bundle_t rkey = env.unpack(mem.packed_rkey);
+    ATOMICX_TEST_OPEN_LOOPBACK(std::map<std::string, std::string>{{"TX_QUEUE_LEN", "2"}});
     uint32_t *counter = (uint32_t*)mem.buffer;
 
     unsigned posted = fill_send_queue(a, (uintptr_t)counter, rkey.rkey);
@@ -418,26 +375,15 @@ TEST(atomicx_uct_contract, pending_purge)
     completion c;
     EXPECT_EQ(UCS_OK, uct_ep_flush(a, 0, &c.super));
 
-    env.release(rkey);
-    uct_ep_destroy(a);
-    uct_ep_destroy(b);
-    env.dereg(mem);
 }
 
 
 /* pending_add answers UCS_ERR_BUSY when the endpoint has resources (the
  * caller retries the op), and the endpoint and interface fences answer
  * UCS_OK */
-TEST(atomicx_uct_contract, pending_add_busy_and_fence)
+TEST_F(atomicx_uct_contract, pending_add_busy_and_fence)
 {
-    uct_env env;
-    region mem;
-    uct_ep_h a, b;
-
-    ATOMICX_TEST_OPEN_OR_SKIP(env, std::map<std::string, std::string>());
-    env.reg(mem, 64);
-    env.loopback_pair(&a, &b);
-    uct_rkey_bundle_t rkey = env.unpack(mem.packed_rkey);
+    ATOMICX_TEST_OPEN_LOOPBACK(std::map<std::string, std::string>());
 
     pending_op r;
     r.super.func = pending_op_cb;
@@ -450,8 +396,4 @@ TEST(atomicx_uct_contract, pending_add_busy_and_fence)
     EXPECT_EQ(UCS_OK, uct_ep_flush(a, UCT_FLUSH_FLAG_LOCAL, nullptr));
     EXPECT_EQ(0u, r.calls);
 
-    env.release(rkey);
-    uct_ep_destroy(a);
-    uct_ep_destroy(b);
-    env.dereg(mem);
 }
