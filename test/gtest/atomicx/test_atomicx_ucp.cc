@@ -25,6 +25,7 @@
  */
 
 #include "atomicx_test_uct.h"
+#include "test_ucx_log.h"
 
 #include <gtest/gtest.h>
 
@@ -88,30 +89,6 @@ std::string test_device()
     return (dev != nullptr) ? dev : "rxe0:1";
 }
 
-/* UCX's ERROR and WARN lines in this process (they are printed as well) */
-unsigned ucx_bad_lines = 0;
-
-ucs_log_func_rc_t count_bad_lines(const char *file, unsigned line,
-                                  const char *function, ucs_log_level_t level,
-                                  const ucs_log_component_config_t *comp_conf,
-                                  const char *message, va_list ap)
-{
-    if (level <= UCS_LOG_LEVEL_WARN) {
-        ++ucx_bad_lines;
-    }
-    return UCS_LOG_FUNC_RC_CONTINUE;
-}
-
-void count_ucx_log_lines()
-{
-    static bool pushed = false;
-    if (!pushed) {
-        ucs_log_push_handler(count_bad_lines);
-        pushed = true;
-    }
-    ucx_bad_lines = 0;
-}
-
 /* UCP 1.22's protocol layer (UCX_PROTO_ENABLE=y, its default there) has no
  * atomic protocol that supports error handling, on any transport (neither
  * its device atomic protocols nor its software atomics implement abort):
@@ -148,7 +125,7 @@ struct ucp_side {
         ucp_params_t params;
         ucs_status_t status;
 
-        count_ucx_log_lines();
+        test_common::ucx_log_count_reset();
         status = ucp_config_read(NULL, NULL, &config);
         if (status != UCS_OK) {
             return status;
@@ -405,7 +382,8 @@ int target_main(int fd, const pair_options &opts)
     phase = "target: teardown";
     ucp_mem_unmap(side.context, memh);
     side.close();
-    write_all(fd, &ucx_bad_lines, sizeof(ucx_bad_lines));
+    unsigned bad_lines = test_common::ucx_log_count();
+    write_all(fd, &bad_lines, sizeof(bad_lines));
     return 0;
 }
 
@@ -678,7 +656,7 @@ protected:
         p.expect_device_amo_lane();
         run_all_ops(p);
         unsigned target_bad = p.finish();
-        EXPECT_EQ(0u, ucx_bad_lines) << "UCX ERROR/WARN lines (initiator)";
+        EXPECT_EQ(0u, test_common::ucx_log_count()) << "UCX ERROR/WARN lines (initiator)";
         EXPECT_EQ(0u, target_bad) << "UCX ERROR/WARN lines (target)";
         EXPECT_EQ(UCS_OK, p.side.ep_error);
     }
@@ -788,7 +766,7 @@ TEST_F(atomicx_ucp, worker_flush_with_ops_in_flight_and_pending)
     EXPECT_EQ((uint32_t)(guard >> 32), halves[1]);
 
     unsigned target_bad = p.finish();
-    EXPECT_EQ(0u, ucx_bad_lines) << "UCX ERROR/WARN lines (initiator)";
+    EXPECT_EQ(0u, test_common::ucx_log_count()) << "UCX ERROR/WARN lines (initiator)";
     EXPECT_EQ(0u, target_bad) << "UCX ERROR/WARN lines (target)";
 }
 
@@ -871,7 +849,7 @@ void atomicx_ucp::loopback(bool err_peer)
     ucp_rkey_destroy(rkey);
     ucp_mem_unmap(side.context, memh);
     side.close();
-    EXPECT_EQ(0u, ucx_bad_lines) << "UCX ERROR/WARN lines";
+    EXPECT_EQ(0u, test_common::ucx_log_count()) << "UCX ERROR/WARN lines";
     alarm(0);
 }
 

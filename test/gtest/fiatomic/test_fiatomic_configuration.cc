@@ -4,6 +4,7 @@
  * the strategy of each cell and call shows at UCX's trace levels.
  */
 #include "fiatomic_test_env.h"
+#include "test_ucx_log.h"
 
 #include <ucs/config/global_opts.h>
 #include <ucs/debug/log_def.h>
@@ -14,19 +15,6 @@
 using namespace fiatomic_test;
 
 namespace {
-
-int logged_problems = 0;
-
-ucs_log_func_rc_t count_problems(const char *file, unsigned line,
-                                 const char *function, ucs_log_level_t level,
-                                 const ucs_log_component_config_t *comp_conf,
-                                 const char *message, va_list ap)
-{
-    if (level <= UCS_LOG_LEVEL_WARN) {
-        ++logged_problems;
-    }
-    return UCS_LOG_FUNC_RC_CONTINUE;
-}
 
 class configuration : public ::testing::TestWithParam<config> {
 };
@@ -40,15 +28,14 @@ TEST_P(configuration, without_am_feature)
     std::string skip, error;
     size_t count = 0;
 
-    logged_problems = 0;
-    ucs_log_push_handler(count_problems);
+    test_common::ucx_log_count_reset();
     auto conn = connection::create(GetParam(), {}, NULL, &skip, &error);
-    ucs_log_pop_handler();
+    unsigned logged_problems = test_common::ucx_log_count();
     if (!skip.empty()) {
         GTEST_SKIP() << skip;
     }
     ASSERT_TRUE(conn != NULL) << error;
-    EXPECT_EQ(0, logged_problems) << "UCX ERROR/WARN lines while creating "
+    EXPECT_EQ(0u, logged_problems) << "UCX ERROR/WARN lines while creating "
                                      "the contexts and the endpoint";
 
     EXPECT_EQ(-FI_EOPNOTSUPP,
