@@ -50,6 +50,21 @@ struct endpoint {
     ucp_ep_h      ucp_ep; /* NULL for the connection's own */
 };
 
+/* The values a counter that started at 0 passed through, fetched by adds of
+ * 1: sorted, they must be 0, 1, 2, ... (each state fetched exactly once) */
+template <typename T>
+void expect_each_state_once(std::vector<T> *fetched, const char *what)
+{
+    std::sort(fetched->begin(), fetched->end());
+    for (size_t i = 0; i < fetched->size(); ++i) {
+        if ((*fetched)[i] != i) {
+            ADD_FAILURE() << what << ": sorted fetched value " << i << " is "
+                          << (uint64_t)(*fetched)[i];
+            break;
+        }
+    }
+}
+
 class threads : public ::testing::TestWithParam<config> {
 protected:
     void SetUp() override
@@ -465,22 +480,8 @@ void threads::run(unsigned num_eps)
     EXPECT_EQ(expect_u16, got_u16) << "fetch SUM u16";
 
     /* each value the counters passed through was fetched exactly once */
-    std::sort(fetched.begin(), fetched.end());
-    for (size_t i = 0; i < fetched.size(); ++i) {
-        if (fetched[i] != i) {
-            ADD_FAILURE() << "fetch SUM u64: sorted fetched value " << i
-                          << " is " << fetched[i];
-            break;
-        }
-    }
-    std::sort(fetched_u16.begin(), fetched_u16.end());
-    for (size_t i = 0; i < fetched_u16.size(); ++i) {
-        if (fetched_u16[i] != i) {
-            ADD_FAILURE() << "fetch SUM u16: sorted fetched value " << i
-                          << " is " << fetched_u16[i];
-            break;
-        }
-    }
+    expect_each_state_once(&fetched, "fetch SUM u64");
+    expect_each_state_once(&fetched_u16, "fetch SUM u16");
     std::cout << "[ INFO     ] " << NUM_THREADS << " threads on "
               << m_eps.size() << " endpoint(s): " << accepted
               << " operations" << (u16 ? "" : " (no 16-bit cell)")
