@@ -48,6 +48,9 @@ struct pending_op {
     completion        flush_comp;
     ucs_status_t      flush_status;
     unsigned          calls;
+
+    void init(uct_ep_h ep, uint32_t *counter, uct_rkey_t rkey,
+              unsigned *posted, bool is_flush = false);
 };
 
 ucs_status_t pending_op_cb(uct_pending_req_t *self)
@@ -73,6 +76,21 @@ ucs_status_t pending_op_cb(uct_pending_req_t *self)
         ++*r->posted;
     }
     return s;
+}
+
+/* A request of ep that adds 1 to *counter (or flushes ep), counting the
+ * adds in *posted */
+void pending_op::init(uct_ep_h ep, uint32_t *counter, uct_rkey_t rkey,
+                      unsigned *posted, bool is_flush)
+{
+    this->super.func   = pending_op_cb;
+    this->ep           = ep;
+    this->addr         = (uintptr_t)counter;
+    this->rkey         = rkey;
+    this->posted       = posted;
+    this->is_flush     = is_flush;
+    this->calls        = 0;
+    this->flush_status = UCS_ERR_NO_MESSAGE;
 }
 
 /* Posts 32-bit adds on ep until the send queue is full */
@@ -102,13 +120,7 @@ TEST_F(atomicx_uct_contract, iface_flush_with_pending_requests)
     ASSERT_GT(posted, 0u);
     std::vector<pending_op> reqs(16);
     for (auto &r : reqs) {
-        r.calls      = 0;
-        r.super.func = pending_op_cb;
-        r.ep         = a;
-        r.addr       = (uintptr_t)counter;
-        r.rkey       = rkey.rkey;
-        r.posted     = &posted;
-        r.is_flush   = false;
+        r.init(a, counter, rkey.rkey, &posted);
         ASSERT_EQ(UCS_OK, uct_ep_pending_add(a, &r.super, 0));
     }
 
@@ -150,14 +162,7 @@ TEST_F(atomicx_uct_contract, ep_flush_queued_behind_pending_requests)
     std::vector<pending_op> reqs(before + 1 + after);
     for (unsigned i = 0; i < reqs.size(); ++i) {
         pending_op &r = reqs[i];
-        r.super.func = pending_op_cb;
-        r.ep         = a;
-        r.addr       = (uintptr_t)counter;
-        r.rkey       = rkey.rkey;
-        r.posted     = &posted;
-        r.is_flush   = (i == before);
-        r.calls      = 0;
-        r.flush_status = UCS_ERR_NO_MESSAGE;
+        r.init(a, counter, rkey.rkey, &posted, i == before);
         if (r.is_flush) {
             completion probe;
             EXPECT_EQ(UCS_ERR_NO_RESOURCE, uct_ep_flush(a, 0, &probe.super))
@@ -342,13 +347,7 @@ TEST_F(atomicx_uct_contract, pending_purge)
     unsigned posted = fill_send_queue(a, (uintptr_t)counter, rkey.rkey);
     std::vector<pending_op> reqs(10);
     for (auto &r : reqs) {
-        r.super.func = pending_op_cb;
-        r.ep         = a;
-        r.addr       = (uintptr_t)counter;
-        r.rkey       = rkey.rkey;
-        r.posted     = &posted;
-        r.is_flush   = false;
-        r.calls      = 0;
+        r.init(a, counter, rkey.rkey, &posted);
         ASSERT_EQ(UCS_OK, uct_ep_pending_add(a, &r.super, 0));
     }
 
@@ -385,9 +384,9 @@ TEST_F(atomicx_uct_contract, pending_add_busy_and_fence)
 {
     ATOMICX_TEST_OPEN_LOOPBACK(std::map<std::string, std::string>());
 
+    unsigned posted = 0;
     pending_op r;
-    r.super.func = pending_op_cb;
-    r.calls      = 0;
+    r.init(a, (uint32_t*)mem.buffer, rkey.rkey, &posted);
     EXPECT_EQ(UCS_ERR_BUSY, uct_ep_pending_add(a, &r.super, 0));
     EXPECT_EQ(UCS_OK, uct_ep_fence(a, 0));
     EXPECT_EQ(UCS_OK, uct_iface_fence(env.iface, 0));
