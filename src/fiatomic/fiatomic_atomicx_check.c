@@ -5,7 +5,7 @@
  * atomicx is loaded but finds no verbs device with atomics, atomicx says
  * so itself.) Printed once per process, as a UCX warning.
  */
-#include "fiatomic_int.h"
+#include "fiatomic_context.h"
 
 #include <ucs/debug/log_def.h>
 #include <uct/api/uct.h>

@@ -4,7 +4,7 @@
  * where operations complete). Reading is an atomic load; waiting
  * progresses the worker.
  */
-#include "fiatomic_int.h"
+#include "fiatomic_ep.h"
 
 #include <stdlib.h>
 #include <time.h>

@@ -5,7 +5,7 @@
  * loops and the atomicity; this file owns only the semantics of fi_atomic(3),
  * written as in the man page (compare on the left for CSWAP_*).
  */
-#include "fiatomic_int.h"
+#include "fiatomic_cell.h"
 
 #include "fiatomic_combine_expr.h"
 

@@ -2,7 +2,8 @@
  * The per-worker context: configuration (environment) and the request cache.
  */
 #include "fiatomic_config.h"
-#include "fiatomic_int.h"
+#include "fiatomic_context.h"
+#include "fiatomic_request.h"
 
 #include <ucs/debug/log_def.h>
 

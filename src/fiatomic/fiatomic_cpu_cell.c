@@ -23,7 +23,7 @@
  * carried over from the old value unchanged, so a CAS never depends on them
  * and nothing new is written there.
  */
-#include "fiatomic_int.h"
+#include "fiatomic_cpu.h"
 
 #include "fiatomic_combine_expr.h"
 

@@ -4,7 +4,7 @@
  * atomicity domain of the UCP endpoint's lanes comes from
  * fiatomic_ucx_compat.c.
  */
-#include "fiatomic_int.h"
+#include "fiatomic_strategy.h"
 
 #include <ucs/debug/log_def.h>
 
@@ -53,7 +53,7 @@ static ucs_status_t fiatomic_ep_create_locked(fiatomic_h fia, ucp_ep_h ucp_ep,
     ep->flush_status = UCS_OK;
     ucs_list_head_init(&ep->outstanding_list);
     ucs_list_head_init(&ep->deferred);
-    ucs_list_head_init(&ep->am_pending);
+    ucs_list_head_init(&ep->target.am_pending);
     fiatomic_ucx_ep_detect_lanes(ep);
     ++fia->num_eps;
     ucs_list_add_tail(&fia->eps, &ep->list);
@@ -213,7 +213,7 @@ static void fiatomic_ep_ucp_flush_done(fiatomic_ep_h ep, ucs_status_t status)
     ep->flushing     = false;
     ep->flush_status = status;
     if (status == UCS_OK) {
-        ep->unflushed = false;
+        ep->native.unflushed = false;
     }
     if (!ep->destroyed) {
         fiatomic_ep_progress_deferred(ep);
@@ -268,7 +268,7 @@ static bool fiatomic_ep_barrier_ready(fiatomic_ep_h ep)
     /* A failed UCP flush is not retried for the same barrier: it passes
      * with the error (UCP fails a flush of a failed endpoint at once, and
      * retrying would spin here for ever). */
-    if (ep->unflushed && (ep->flush_status == UCS_OK)) {
+    if (ep->native.unflushed && (ep->flush_status == UCS_OK)) {
         fiatomic_ep_ucp_flush_start(ep);
         return false; /* progress resumes from the flush completion */
     }
@@ -359,7 +359,7 @@ void fiatomic_ep_submit(fiatomic_ep_h ep, fiatomic_req_t *req)
 
     if (fiatomic_req_is_barrier(req)) {
         if (ucs_list_is_empty(&ep->deferred) && (ep->outstanding == 0) &&
-            !ep->unflushed && !ep->flushing && (ep->inflight == 0)) {
+            !ep->native.unflushed && !ep->flushing && (ep->inflight == 0)) {
             if (req->kind == FIATOMIC_REQ_FLUSH) {
                 req->status      = ep->silent_error;
                 ep->silent_error = UCS_OK;
@@ -403,7 +403,7 @@ ucs_status_t fiatomic_ep_wireup_flush(fiatomic_ep_h ep)
     req->kind          = FIATOMIC_REQ_FLUSH;
     req->flags         = FIATOMIC_REQ_F_SILENT;
     ep->wireup_flushed = true;
-    ep->unflushed      = true; /* a UCP flush even with nothing posted */
+    ep->native.unflushed      = true; /* a UCP flush even with nothing posted */
     fiatomic_ep_submit(ep, req);
     return UCS_OK;
 }
@@ -427,9 +427,9 @@ FIATOMIC_API ucs_status_t fiatomic_ep_query(fiatomic_ep_h ep,
     if (attr->field_mask & FIATOMIC_EP_ATTR_FIELD_CAS_STATS) {
         /* counters: a racing thread's increments may be missed, never
          * torn (aligned 64-bit words) */
-        attr->cas_attempts = ep->cas_attempts;
-        attr->cas_retries  = ep->cas_retries;
-        attr->cas_handoffs = ep->cas_handoffs;
+        attr->cas_attempts = ep->cas.attempts;
+        attr->cas_retries  = ep->cas.retries;
+        attr->cas_handoffs = ep->cas.handoffs;
     }
     return UCS_OK;
 }

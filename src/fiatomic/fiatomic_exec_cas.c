@@ -30,7 +30,7 @@
  * the loop tries its CAS again, so a word whose contention ended is back to
  * the CAS after that many elements.
  */
-#include "fiatomic_int.h"
+#include "fiatomic_strategy.h"
 
 #include <string.h>
 
@@ -100,13 +100,13 @@ static void fiatomic_cas_remember(fiatomic_elem_t *elem, uint64_t word)
     fiatomic_ep_h ep = elem->req->ep;
     unsigned slot    = fiatomic_cas_guess_slot(elem);
 
-    if ((ep->guess[slot].word_addr != elem->word_addr) ||
-        (ep->guess[slot].word_size != elem->word_size)) {
-        ep->guess[slot].contended = 0; /* another word's */
+    if ((ep->cas.guess[slot].word_addr != elem->word_addr) ||
+        (ep->cas.guess[slot].word_size != elem->word_size)) {
+        ep->cas.guess[slot].contended = 0; /* another word's */
     }
-    ep->guess[slot].word_addr = elem->word_addr;
-    ep->guess[slot].word_size = elem->word_size;
-    ep->guess[slot].value     = word & fiatomic_cas_word_mask(elem);
+    ep->cas.guess[slot].word_addr = elem->word_addr;
+    ep->cas.guess[slot].word_size = elem->word_size;
+    ep->cas.guess[slot].value     = word & fiatomic_cas_word_mask(elem);
 }
 
 /* The element took effect with `old` as the word it replaced by new_word. */
@@ -136,7 +136,7 @@ static void fiatomic_cas_handoff(fiatomic_elem_t *elem)
 {
     fiatomic_req_t *req = elem->req;
 
-    ++req->ep->cas_handoffs;
+    ++req->ep->cas.handoffs;
     elem->strategy = FIATOMIC_STRATEGY_TARGET;
     fiatomic_target_ops.start(req, (size_t)(elem - req->elems), 1);
 }
@@ -150,16 +150,16 @@ static bool fiatomic_cas_contended(fiatomic_elem_t *elem)
 
     unsigned slot;
 
-    ++ep->cas_retries;
+    ++ep->cas.retries;
     if ((++elem->failures < FIATOMIC_CAS_HANDOFF_FAILURES) ||
         !fiatomic_select_contention_target(ep, elem->key, req->cell)) {
         return false;
     }
     slot = fiatomic_cas_guess_slot(elem);
-    ep->guess[slot].word_addr = elem->word_addr;
-    ep->guess[slot].word_size = elem->word_size;
-    ep->guess[slot].value     = elem->expected;
-    ep->guess[slot].contended = FIATOMIC_CAS_CONTENDED_CALLS;
+    ep->cas.guess[slot].word_addr = elem->word_addr;
+    ep->cas.guess[slot].word_size = elem->word_size;
+    ep->cas.guess[slot].value     = elem->expected;
+    ep->cas.guess[slot].contended = FIATOMIC_CAS_CONTENDED_CALLS;
     fiatomic_cas_handoff(elem);
     return true;
 }
@@ -190,7 +190,7 @@ static void fiatomic_cas_issue(fiatomic_elem_t *elem)
         }
 
         elem->reply = new_word; /* in: the new word; out: the old one */
-        ++ep->cas_attempts;
+        ++ep->cas.attempts;
         sptr = fiatomic_ucp_amo(elem, UCP_ATOMIC_OP_CSWAP, &elem->expected,
                                 elem->word_size, elem->word_addr, &elem->reply,
                                 fiatomic_cas_cb);
@@ -264,15 +264,15 @@ static size_t fiatomic_cas_start(fiatomic_req_t *req, size_t first,
     elem->failures  = 0;
 
     slot = fiatomic_cas_guess_slot(elem);
-    if ((ep->guess[slot].word_addr == elem->word_addr) &&
-        (ep->guess[slot].word_size == elem->word_size)) {
-        if ((ep->guess[slot].contended > 0) &&
+    if ((ep->cas.guess[slot].word_addr == elem->word_addr) &&
+        (ep->cas.guess[slot].word_size == elem->word_size)) {
+        if ((ep->cas.guess[slot].contended > 0) &&
             fiatomic_select_contention_target(ep, elem->key, req->cell)) {
-            --ep->guess[slot].contended; /* contended lately: no CAS */
+            --ep->cas.guess[slot].contended; /* contended lately: no CAS */
             fiatomic_cas_handoff(elem);
             return 1;
         }
-        elem->expected = ep->guess[slot].value;
+        elem->expected = ep->cas.guess[slot].value;
     } else {
         elem->expected = 0;
     }

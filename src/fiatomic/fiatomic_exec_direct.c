@@ -5,7 +5,8 @@
  * of UCP's reach), so CPU atomics in place (fiatomic_cpu.c) are in the same
  * atomicity domain. No round trip, no target progress.
  */
-#include "fiatomic_int.h"
+#include "fiatomic_cpu.h"
+#include "fiatomic_strategy.h"
 
 #include <string.h>
 

@@ -6,7 +6,7 @@
  *   any 4/8-byte type (bits untouched), CSWAP on integers -> CSWAP.
  * Atomicity domain: UCP's own, whatever transport executes it.
  */
-#include "fiatomic_int.h"
+#include "fiatomic_strategy.h"
 
 #include <string.h>
 
@@ -77,7 +77,7 @@ static void fiatomic_native_finish(fiatomic_elem_t *elem, bool fetched,
             memcpy(elem->result, &elem->reply, req->cell->size);
         }
         if (!fetched) {
-            req->ep->unflushed = true; /* completed locally only */
+            req->ep->native.unflushed = true; /* completed locally only */
         }
     }
     fiatomic_elem_done(elem, status);

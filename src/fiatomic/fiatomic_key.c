@@ -4,7 +4,8 @@
  * a slot of the endpoint; the user's uint64_t names the slot and its
  * generation. The lookup on every post is inline (fiatomic_int.h).
  */
-#include "fiatomic_int.h"
+#include "fiatomic_cpu.h"
+#include "fiatomic_key.h"
 
 #include <ucs/debug/log_def.h>
 

@@ -12,7 +12,7 @@
  * (lock or defer). Nothing ever waits for the context's lock while holding
  * the worker's.
  */
-#include "fiatomic_int.h"
+#include "fiatomic_context.h"
 
 #include <sched.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
  * (fiatomic_cell_t) that every layer receives by pointer; which of them a
  * configuration executes is decided by the selector (fiatomic_select.c).
  */
-#include "fiatomic_int.h"
+#include "fiatomic_strategy.h"
 
 _Static_assert((int)FIATOMIC_OP_COUNT == (int)FI_ATOMIC_OP_LAST,
                "the op list must cover enum fi_op exactly");

@@ -6,7 +6,8 @@
  * for target-only memory). Carrying the range lets the initiator refuse an
  * out-of-range or misaligned element before anything is sent.
  */
-#include "fiatomic_int.h"
+#include "fiatomic_cpu.h"
+#include "fiatomic_context.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -21,7 +21,9 @@
  * atomics that would run before an earlier operation reached the target,
  * device atomics) waits.
  */
-#include "fiatomic_int.h"
+#include "fiatomic_cell.h"
+#include "fiatomic_request.h"
+#include "fiatomic_ep.h"
 
 #include <ucs/sys/math.h>
 

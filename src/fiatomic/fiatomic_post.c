@@ -4,7 +4,8 @@
  * anything is sent, lays the elements out, and hands the request to the
  * endpoint.
  */
-#include "fiatomic_int.h"
+#include "fiatomic_cpu.h"
+#include "fiatomic_strategy.h"
 
 #include <string.h>
 

@@ -3,7 +3,7 @@
  * query, and names as libfabric spells them. No logging here: queries are
  * called in loops.
  */
-#include "fiatomic_int.h"
+#include "fiatomic_strategy.h"
 
 #define FIATOMIC_OP_NAME(_op_enum, _op, _ocls, _fam) [_op_enum] = #_op_enum,
 static const char *fiatomic_op_names[FIATOMIC_OP_COUNT] = {

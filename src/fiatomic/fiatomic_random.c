@@ -5,7 +5,7 @@
  * about another. There is no weaker fallback: without randomness, memory is
  * not exposed.
  */
-#include "fiatomic_int.h"
+#include "fiatomic_context.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -2,7 +2,8 @@
  * Requests: allocation from a per-context cache (no malloc per operation in
  * steady state), completion, and the user-facing check/free calls.
  */
-#include "fiatomic_int.h"
+#include "fiatomic_request.h"
+#include "fiatomic_ep.h"
 
 #include <stdlib.h>
 
@@ -178,7 +179,7 @@ FIATOMIC_API ucs_status_t fiatomic_request_check_status(void *request)
         if (req->flags & FIATOMIC_REQ_F_COMPLETED) {
             return req->status;
         } else if ((req->ep != NULL) &&
-                   ucs_list_is_empty(&req->ep->am_pending)) {
+                   ucs_list_is_empty(&req->ep->target.am_pending)) {
             return UCS_INPROGRESS;
         }
     }

@@ -5,7 +5,7 @@
  * supported is executed by a strategy that computes fi_atomic(3)'s result,
  * and a forced strategy that cannot is reported unsupported.
  */
-#include "fiatomic_int.h"
+#include "fiatomic_strategy.h"
 
 #include <string.h>
 

@@ -10,7 +10,8 @@
  * nothing. The decoder and executor read the region table alone
  * (fiatomic_target.h).
  */
-#include "fiatomic_int.h"
+#include "fiatomic_cpu.h"
+#include "fiatomic_strategy.h"
 #include "fiatomic_target.h"
 #include "fiatomic_wire.h"
 

@@ -17,7 +17,8 @@
  * a third of the latency over tcp). The overdue check runs when the library is called
  * (posting, fiatomic_request_check_status, flush) and on every reply.
  */
-#include "fiatomic_int.h"
+#include "fiatomic_cpu.h"
+#include "fiatomic_strategy.h"
 #include "fiatomic_target.h"
 #include "fiatomic_wire.h"
 
@@ -26,7 +27,7 @@
 #include <time.h>
 
 struct fiatomic_am_msg {
-    ucs_list_link_t list;      /* ep->am_pending, or fia->free_msgs */
+    ucs_list_link_t list;      /* ep->target.am_pending, or fia->free_msgs */
     uint64_t        sent_ns;   /* when it was sent (monotonic) */
     fiatomic_h      fia;
     fiatomic_ep_h   ep;
@@ -203,8 +204,8 @@ void fiatomic_target_ep_fail(fiatomic_ep_h ep, ucs_status_t status)
 {
     fiatomic_am_msg_t *msg;
 
-    while (!ucs_list_is_empty(&ep->am_pending)) {
-        msg = ucs_list_head(&ep->am_pending, fiatomic_am_msg_t, list);
+    while (!ucs_list_is_empty(&ep->target.am_pending)) {
+        msg = ucs_list_head(&ep->target.am_pending, fiatomic_am_msg_t, list);
         fiatomic_msg_finish(msg, status);
     }
 }
@@ -217,7 +218,7 @@ void fiatomic_target_check_overdue(fiatomic_ep_h ep)
     fiatomic_am_msg_t *oldest;
     uint64_t now;
 
-    if (ep->destroyed || ucs_list_is_empty(&ep->am_pending)) {
+    if (ep->destroyed || ucs_list_is_empty(&ep->target.am_pending)) {
         return;
     }
 
@@ -226,19 +227,19 @@ void fiatomic_target_check_overdue(fiatomic_ep_h ep)
      * lost its handler, or dropped the request); a late one is dropped by
      * its id. */
     now = fiatomic_now_ns();
-    while (!ucs_list_is_empty(&ep->am_pending)) {
-        oldest = ucs_list_head(&ep->am_pending, fiatomic_am_msg_t, list);
+    while (!ucs_list_is_empty(&ep->target.am_pending)) {
+        oldest = ucs_list_head(&ep->target.am_pending, fiatomic_am_msg_t, list);
         if ((now - oldest->sent_ns) < timeout) {
             break;
         }
         fiatomic_msg_finish(oldest, UCS_ERR_TIMED_OUT);
     }
 
-    if (ep->probe_inflight || ucs_list_is_empty(&ep->am_pending)) {
+    if (ep->target.probe_inflight || ucs_list_is_empty(&ep->target.am_pending)) {
         return;
     }
 
-    oldest = ucs_list_head(&ep->am_pending, fiatomic_am_msg_t, list);
+    oldest = ucs_list_head(&ep->target.am_pending, fiatomic_am_msg_t, list);
     if ((now - oldest->sent_ns) >= FIATOMIC_PROBE_DELAY_NS) {
         fiatomic_target_probe(ep);
     }
@@ -254,7 +255,7 @@ static void fiatomic_target_probe_cb(void *request, ucs_status_t status,
     FIATOMIC_CB_ENTER_SEND(fia, fiatomic_target_probe_cb, request, status,
                            user_data, locked);
     ucp_request_free(request);
-    ep->probe_inflight = false;
+    ep->target.probe_inflight = false;
     if (status != UCS_OK) {
         fiatomic_target_ep_fail(ep, status);
     } else {
@@ -269,8 +270,8 @@ static void fiatomic_target_probe(fiatomic_ep_h ep)
     ucp_request_param_t param;
     ucs_status_ptr_t sptr;
 
-    if (ep->probe_inflight || ep->destroyed ||
-        ucs_list_is_empty(&ep->am_pending)) {
+    if (ep->target.probe_inflight || ep->destroyed ||
+        ucs_list_is_empty(&ep->target.am_pending)) {
         return;
     }
 
@@ -284,7 +285,7 @@ static void fiatomic_target_probe(fiatomic_ep_h ep)
      * fails once UCP has found the endpoint failed. */
     sptr = ucp_ep_flush_nbx(ep->ucp_ep, &param);
     if (UCS_PTR_IS_PTR(sptr)) {
-        ep->probe_inflight = true;
+        ep->target.probe_inflight = true;
         fiatomic_ep_inflight_add(ep);
     } else if (UCS_PTR_IS_ERR(sptr)) {
         fiatomic_target_ep_fail(ep, UCS_PTR_STATUS(sptr));
@@ -478,7 +479,7 @@ static size_t fiatomic_target_start(fiatomic_req_t *req, size_t first,
 
     msg->awaiting = true;
     msg->sent_ns  = fiatomic_now_ns();
-    ucs_list_add_tail(&ep->am_pending, &msg->list);
+    ucs_list_add_tail(&ep->target.am_pending, &msg->list);
 
     /* The target needs our endpoint to reply on. Eager: a request is at
      * most a few kilobytes, and UCP 1.22 would send one by rendezvous over

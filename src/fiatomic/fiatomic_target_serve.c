@@ -17,7 +17,7 @@
  * Replies are sized to their content; small reply buffers are cached (at
  * most FIATOMIC_REPLY_CACHE_MAX), larger ones freed once sent.
  */
-#include "fiatomic_int.h"
+#include "fiatomic_context.h"
 #include "fiatomic_target.h"
 #include "fiatomic_wire.h"
 

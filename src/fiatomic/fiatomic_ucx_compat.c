@@ -6,7 +6,7 @@
  *    ucp_context_print_info): UCP has no query for them;
  *  - UCP atomics that return wrong results on some UCX versions.
  */
-#include "fiatomic_int.h"
+#include "fiatomic_ep.h"
 
 #include <ucp/api/ucp_version.h>
 

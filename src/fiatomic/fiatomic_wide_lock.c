@@ -43,7 +43,7 @@
  * the element's bytes are read and written between them by one actor at a
  * time and every actor sees the previous holder's result.
  */
-#include "fiatomic_int.h"
+#include "fiatomic_cpu.h"
 
 #include <errno.h>
 #include <inttypes.h>
