@@ -6,6 +6,7 @@
  */
 #include "fiatomic_cpu.h"
 #include "fiatomic_key.h"
+#include "fiatomic_wire.h"
 
 #include <ucs/debug/log_def.h>
 

@@ -1,13 +1,15 @@
 /**
  * Target side: exposing memory for remote atomics and packing its key.
  *
- * The packed key is a small header (range, the exposing context's nonce,
- * the region's index and token, flags) followed by UCP's rkey buffer (none
- * for target-only memory). Carrying the range lets the initiator refuse an
- * out-of-range or misaligned element before anything is sent.
+ * The packed key is a small header (fiatomic_key_hdr_t, fiatomic_wire.h:
+ * range, the exposing context's nonce, the region's index and token, flags)
+ * followed by UCP's rkey buffer (none for target-only memory). Carrying the
+ * range lets the initiator refuse an out-of-range or misaligned element
+ * before anything is sent.
  */
 #include "fiatomic_cpu.h"
 #include "fiatomic_context.h"
+#include "fiatomic_wire.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -21,8 +21,6 @@
 #include "fiatomic.h"
 #include "fiatomic_wire.h"
 
-struct fiatomic_wide_locks;
-
 /* ------------------------------------------------------------------------ */
 /* Regions, the decoder and the executor (fiatomic_target_exec.c)            */
 
@@ -32,7 +30,7 @@ typedef struct fiatomic_region {
     uint64_t                   token;      /* 0: the slot is free */
     uint8_t                    *address;   /* the exposed range */
     uint64_t                   length;
-    struct fiatomic_wide_locks *wide_locks; /* the lock table of its 32-byte
+    fiatomic_wide_locks_t      *wide_locks; /* the lock table of its 32-byte
                                               elements in the mapping, or
                                               NULL (own_locks below) */
     fiatomic_mem_h             mem;        /* the owner; not read by the

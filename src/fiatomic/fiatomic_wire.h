@@ -1,15 +1,93 @@
 /**
- * The wire format of target-side execution: one active message carries a
- * request for `count` consecutive elements; the target's reply carries the
- * status and, for the fetch and compare families, the initial values.
+ * Every format two processes running libfiatomic share, in one place:
+ *
+ * - the packed key a context hands out for memory it exposes
+ *   (fiatomic_mem_pack_key writes it, fiatomic_rkey_unpack checks it);
+ * - the layout of exposed memory that peers map (ALLOCATE): the state word
+ *   after the range and the lock table of its 32-byte elements;
+ * - the active messages of target-side execution: a request for `count`
+ *   consecutive elements, and the target's reply with the status and, for
+ *   the fetch and compare families, the initial values.
+ *
  * Both ends are the same build of libfiatomic on the same architecture, so
- * fields are in host order; the magic and version catch anything else.
+ * fields are in host order; magics (and versions) catch anything else, and
+ * every field is checked by its reader before use.
  */
 #ifndef FIATOMIC_WIRE_H_
 #define FIATOMIC_WIRE_H_
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* ------------------------------------------------------------------------ */
+/* The packed key                                                            */
+
+/* The header of a packed key, followed by UCP's rkey buffer (rkey_size
+ * bytes; none with FIATOMIC_KEY_F_NO_RKEY). */
+typedef struct fiatomic_key_hdr {
+    uint32_t magic;    /* FIATOMIC_KEY_MAGIC */
+    uint32_t rkey_size;
+    uint64_t nonce;    /* the exposing context; same one -> direct ok */
+    uint64_t address;
+    uint64_t length;
+    uint64_t token;    /* the region's secret for target-side requests */
+    uint32_t region;
+    uint32_t flags;    /* FIATOMIC_KEY_F_* */
+} fiatomic_key_hdr_t;
+
+#define FIATOMIC_KEY_MAGIC 0xf1a70111u
+
+/* Key flags */
+#define FIATOMIC_KEY_F_TARGET  0x1 /* the exposing context executes
+                                      requests */
+#define FIATOMIC_KEY_F_STATE   0x2 /* a state word follows the range at the
+                                      next 8-byte boundary */
+#define FIATOMIC_KEY_F_NO_RKEY 0x4 /* target-only: no UCP rkey follows */
+#define FIATOMIC_KEY_F_WIDE_LOCKS 0x8 /* a lock table for 32-byte elements
+                                         follows the state word (at
+                                         FIATOMIC_WIDE_LOCKS_OFFSET) */
+#define FIATOMIC_KEY_F_ALL     (FIATOMIC_KEY_F_TARGET | FIATOMIC_KEY_F_STATE | \
+                                FIATOMIC_KEY_F_NO_RKEY | \
+                                FIATOMIC_KEY_F_WIDE_LOCKS)
+
+/* ------------------------------------------------------------------------ */
+/* Exposed memory that peers map                                             */
+
+/* Where the state word of a range lies: the region's token while exposed,
+ * 0 after. */
+#define FIATOMIC_STATE_OFFSET(_length) (((_length) + 7) & ~(uint64_t)7)
+
+/* Lock words of a table of locks for 32-byte elements (in memory peers map,
+ * and a context's own): every actor on such memory must hash alike. */
+#define FIATOMIC_WIDE_LOCKS_SHIFT 6
+#define FIATOMIC_WIDE_LOCKS       (1u << FIATOMIC_WIDE_LOCKS_SHIFT)
+
+/*
+ * The lock table of the 32-byte elements of memory peers map (ALLOCATE),
+ * at the first 64-byte boundary after the state word: a layout word (magic,
+ * version, number of locks: a peer maps the table only if it is exactly
+ * this), the pid namespace of the exposing process (its pids are the lock
+ * owners), then the lock words (fiatomic_wide_lock.c). Change the version
+ * with the layout.
+ */
+#define FIATOMIC_WIDE_LOCKS_VERSION 1
+#define FIATOMIC_WIDE_LOCKS_LAYOUT \
+    ((0xf1a710c5ull << 32) | ((uint64_t)FIATOMIC_WIDE_LOCKS_VERSION << 16) | \
+     FIATOMIC_WIDE_LOCKS)
+typedef struct fiatomic_wide_locks {
+    uint64_t layout;       /* FIATOMIC_WIDE_LOCKS_LAYOUT once initialized */
+    uint64_t pid_ns;       /* the exposing process's pid namespace */
+    uint64_t reserved[6];  /* 0 */
+    uint64_t word[FIATOMIC_WIDE_LOCKS]; /* 0, or the holder's pid */
+} fiatomic_wide_locks_t;
+#define FIATOMIC_WIDE_LOCKS_OFFSET(_length) \
+    ((FIATOMIC_STATE_OFFSET(_length) + sizeof(uint64_t) + 63) & ~(uint64_t)63)
+/* What a mapped range takes beyond its length (state word, lock table). */
+#define FIATOMIC_MAP_EXTRA \
+    (FIATOMIC_WIDE_LOCKS_OFFSET(0) + 64 + sizeof(fiatomic_wide_locks_t))
+
+/* ------------------------------------------------------------------------ */
+/* Target-side active messages                                               */
 
 #define FIATOMIC_WIRE_REQ_MAGIC   0xf1a7a3e0u
 #define FIATOMIC_WIRE_REPLY_MAGIC 0xf1a7a3e1u
@@ -30,11 +108,6 @@
  * keeps no more messages in flight per endpoint is never dropped. */
 #define FIATOMIC_TARGET_REPLIES_MAX 256
 #define FIATOMIC_TARGET_HELD_MAX    (1024 * 1024)
-
-/* Lock words of a table of locks for 32-byte elements (in memory peers map,
- * and a context's own): every actor on such memory must hash alike. */
-#define FIATOMIC_WIDE_LOCKS_SHIFT 6
-#define FIATOMIC_WIDE_LOCKS       (1u << FIATOMIC_WIDE_LOCKS_SHIFT)
 
 typedef struct fiatomic_wire_req {
     uint32_t magic;

@@ -10,7 +10,6 @@
 #include "fiatomic_test_raw.h"
 
 extern "C" {
-#include "fiatomic_int.h"
 #include "fiatomic_wire.h"
 }
 
