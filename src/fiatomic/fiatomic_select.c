@@ -181,7 +181,7 @@ static bool fiatomic_profile_possible(fiatomic_h fia, fiatomic_profile_t p)
 }
 
 static void fiatomic_profile_make(fiatomic_h fia, fiatomic_profile_t p,
-                                  struct fiatomic_ep *ep,
+                                  bool ucp_amo_ok, struct fiatomic_ep *ep,
                                   fiatomic_rkey_t *key)
 {
     memset(ep, 0, sizeof(*ep));
@@ -191,7 +191,7 @@ static void fiatomic_profile_make(fiatomic_h fia, fiatomic_profile_t p,
                          FIATOMIC_DOMAIN_DEVICE : FIATOMIC_DOMAIN_CPU;
     ep->needs_progress = (p == FIATOMIC_PROFILE_SW);
     ep->sm_amo         = (p == FIATOMIC_PROFILE_CPU_AMO);
-    ep->ucp_amo_ok     = true;
+    ep->ucp_amo_ok     = ucp_amo_ok;
     /* a key of a peer like us: UCP can reach it, and it takes target-side
      * requests when we can send them */
     key->rkey          = (ucp_rkey_h)(uintptr_t)key; /* never used */
@@ -199,19 +199,28 @@ static void fiatomic_profile_make(fiatomic_h fia, fiatomic_profile_t p,
     key->target_ok     = fia->am_enabled;
 }
 
+/*
+ * Where UCP has no atomics on endpoints with the peer error mode (UCX 1.22's
+ * v2 protocols, fiatomic_ucx_compat.c), an endpoint of each profile may be
+ * one of those too: the context cannot know which error mode its endpoints
+ * will have, so a cell only UCP's atomics execute is not reported
+ * supported (fiatomic_query_cell answers for one endpoint).
+ */
 bool fiatomic_select_configured(fiatomic_h fia, const fiatomic_cell_t *cell)
 {
     struct fiatomic_ep ep;
     fiatomic_rkey_t key;
-    int p;
+    int p, amo;
 
     for (p = 0; p < FIATOMIC_PROFILE_LAST; ++p) {
         if (!fiatomic_profile_possible(fia, (fiatomic_profile_t)p)) {
             continue;
         }
-        fiatomic_profile_make(fia, (fiatomic_profile_t)p, &ep, &key);
-        if (fiatomic_select(&ep, &key, cell) == FIATOMIC_STRATEGY_NONE) {
-            return false;
+        for (amo = fia->ucp_amo_peer_err_broken ? 0 : 1; amo <= 1; ++amo) {
+            fiatomic_profile_make(fia, (fiatomic_profile_t)p, amo, &ep, &key);
+            if (fiatomic_select(&ep, &key, cell) == FIATOMIC_STRATEGY_NONE) {
+                return false;
+            }
         }
     }
     return true;

@@ -188,7 +188,7 @@ bool device_domain(const config &cfg)
     return ucx_tls(cfg.tl).find("atomicx") != std::string::npos;
 }
 
-static bool ucx_at_least_1_22()
+bool ucx_at_least_1_22()
 {
     unsigned major, minor, release;
 
@@ -196,17 +196,47 @@ static bool ucx_at_least_1_22()
     return UCP_VERSION(major, minor) >= UCP_VERSION(1, 22);
 }
 
-bool ucp_amo_available(const config &cfg)
+bool wants_proto_v1(const config &cfg)
 {
-    const char *proto;
+    return ucx_at_least_1_22() && !cfg.safe &&
+           ((cfg.strategy == "native") || (cfg.strategy == "cas") ||
+            ((cfg.strategy == "auto") && !cfg.am));
+}
 
+/* The environment's UCX_PROTO_ENABLE, as UCX and the library read it. */
+static bool proto_v2_in_env()
+{
+    const char *proto = getenv("UCX_PROTO_ENABLE");
+
+    return (proto == NULL) || !((proto[0] == 'n') || (proto[0] == 'N') ||
+                                (proto[0] == '0'));
+}
+
+bool ucp_amo_on_peer_err_eps()
+{
     /* measured: UCX 1.22.0 has no atomic protocol (offload or software) for
      * an endpoint with UCP_ERR_HANDLING_MODE_PEER ("cannot find remote
      * protocol"); its v1 protocols and UCX 1.13.1 have */
-    proto = getenv("UCX_PROTO_ENABLE");
-    return !cfg.two_process() || !ucx_at_least_1_22() ||
-           ((proto != NULL) && ((proto[0] == 'n') || (proto[0] == 'N') ||
-                                (proto[0] == '0')));
+    return !ucx_at_least_1_22() || !proto_v2_in_env();
+}
+
+bool ucp_amo_available(const config &cfg)
+{
+    return !cfg.two_process() || ucp_amo_on_peer_err_eps();
+}
+
+proto_env::proto_env(const config &cfg)
+{
+    if (wants_proto_v1(cfg) && (getenv("UCX_PROTO_ENABLE") == NULL)) {
+        m_set = (setenv("UCX_PROTO_ENABLE", "n", 1) == 0);
+    }
+}
+
+proto_env::~proto_env()
+{
+    if (m_set) {
+        unsetenv("UCX_PROTO_ENABLE");
+    }
 }
 
 bool direct_valid(const config &cfg)

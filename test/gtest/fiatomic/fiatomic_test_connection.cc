@@ -120,6 +120,10 @@ std::unique_ptr<connection> connection::create(const config &cfg,
         return NULL;
     }
 
+    /* before the peer starts (it inherits the environment); kept for the
+     * context's life like FIATOMIC_STRATEGY */
+    conn->m_proto.reset(new proto_env(cfg));
+
     if (cfg.two_process()) {
         conn->m_remote = new remote_target();
         conn->m_tgt.reset(conn->m_remote);

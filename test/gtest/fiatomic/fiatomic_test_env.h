@@ -119,10 +119,41 @@ bool native_cell(const cell &c);
  *  configuration's transport is mapped to atomicx). */
 bool device_domain(const config &cfg);
 
-/** Whether UCP executes atomics on this configuration's endpoints: not with
- *  UCX 1.22's protocols (v2) on endpoints with the peer error mode (every
- *  two-process configuration). */
+/** Whether the UCX loaded at run time is 1.22 or newer. */
+bool ucx_at_least_1_22();
+
+/** Whether UCP executes atomics on endpoints with the peer error mode: not
+ *  with UCX 1.22's protocols (v2, UCX_PROTO_ENABLE=y, its default); with
+ *  its v1 protocols (UCX_PROTO_ENABLE=n) and with UCX 1.13.1 it does. Read
+ *  from the environment, as the library and UCX read it. */
+bool ucp_amo_on_peer_err_eps();
+
+/** Whether UCP executes atomics on this configuration's endpoints: every
+ *  two-process configuration has the peer error mode. */
 bool ucp_amo_available(const config &cfg);
+
+/** Whether connections of this configuration run with UCX_PROTO_ENABLE=n
+ *  (set by connection::create for their lifetime when the environment does
+ *  not set it): on UCX 1.22 the configurations that exist to exercise UCP's
+ *  atomics (forced native or cas, auto without target-side execution) get
+ *  the protocols that have them on peer-error-mode endpoints; the others
+ *  run with UCX's default, and the peer_error_mode suite checks that UCP
+ *  atomics are refused there, clearly. */
+bool wants_proto_v1(const config &cfg);
+
+/** UCX_PROTO_ENABLE=n while alive, for a configuration that wants_proto_v1
+ *  and an environment that does not set it (peers spawned meanwhile inherit
+ *  it). Declare it before the peers and connections it must outlive. */
+class proto_env {
+public:
+    explicit proto_env(const config &cfg);
+    ~proto_env();
+    proto_env(const proto_env &) = delete;
+    proto_env &operator=(const proto_env &) = delete;
+
+private:
+    bool m_set = false;
+};
 
 /** Whether the direct strategy can work for this configuration. */
 bool direct_valid(const config &cfg);
@@ -318,6 +349,7 @@ private:
     static void ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status);
     bool connect_ep(ucp_ep_h *ucp_ep, std::string *error);
 
+    std::unique_ptr<proto_env> m_proto; /* declared first: destroyed last */
     config                    m_cfg;
     ucp_setup                 m_setup = {NULL, NULL, NULL};
     std::unique_ptr<target>   m_tgt;

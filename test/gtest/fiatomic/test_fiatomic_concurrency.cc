@@ -348,6 +348,9 @@ void stop_all(peer_process *procs, remote_target &tgt)
 
 class concurrency : public ::testing::TestWithParam<config> {
 protected:
+    /* before the tasks are planned and the peers spawned */
+    proto_env m_proto{GetParam()};
+
     void build_tasks(const std::vector<std::string> &strategies);
     void check_task(const element_task &t, const std::vector<job_result> &res,
                     const std::vector<size_t> &task_index,

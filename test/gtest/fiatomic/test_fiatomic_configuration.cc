@@ -136,4 +136,73 @@ TEST(strategy_trace, cell_once_call_each)
     EXPECT_EQ(2u, call_lines) << "call lines:" << all;
 }
 
+/*
+ * UCP atomics on an endpoint with the peer error mode, by UCX version, with
+ * UCX's default protocols: UCX 1.13.1 executes them; UCX 1.22 (v2
+ * protocols) has none for such endpoints (the operation fails with "cannot
+ * find remote protocol" and UCP fails the endpoint). A forced native or cas
+ * strategy must then be refused, clearly: by fiatomic_query_cell, by the
+ * context query and by the call, with the endpoint left working. (The other
+ * suites run those strategies on UCX 1.22 with UCX_PROTO_ENABLE=n, which
+ * has them: wants_proto_v1.)
+ */
+TEST(peer_error_mode, ucp_atomics_by_ucx_version)
+{
+    /* UCX 1.22's default, stated (and unset again on every way out) */
+    struct proto_default {
+        bool set = ucx_at_least_1_22() &&
+                   (getenv("UCX_PROTO_ENABLE") == NULL) &&
+                   (setenv("UCX_PROTO_ENABLE", "y", 1) == 0);
+        ~proto_default()
+        {
+            if (set) {
+                unsetenv("UCX_PROTO_ENABLE");
+            }
+        }
+    } proto;
+
+    for (const char *strategy : {"native", "cas"}) {
+        std::string skip, error, what = std::string("tcp, forced ") + strategy;
+        config cfg = {"tcp", false, strategy, false};
+        bool ucp   = ucp_amo_on_peer_err_eps();
+        fiatomic_cell_info_t info;
+        uint64_t one = 1, old = 0, value = 7, after = 0;
+        size_t count = 0;
+
+        auto conn = connection::create(cfg, {}, NULL, &skip, &error);
+        if (!skip.empty()) {
+            GTEST_SKIP() << skip;
+        }
+        ASSERT_TRUE(conn != NULL) << what << ": " << error;
+        EXPECT_EQ(!ucx_at_least_1_22(), ucp) << what;
+        ASSERT_TRUE(conn->tgt().write(0, 0, &value, sizeof(value), &error))
+                << error;
+
+        ASSERT_EQ(0, fiatomic_query_cell(conn->ep(), conn->key(0),
+                                         FIATOMIC_FAMILY_FETCH, FI_UINT64,
+                                         FI_SUM, &info)) << what;
+        EXPECT_EQ(ucp ? strategy_from_name(strategy) : FIATOMIC_STRATEGY_NONE,
+                  info.strategy) << what;
+        EXPECT_EQ(ucp ? 0 : -FI_EOPNOTSUPP,
+                  fiatomic_fetch_atomicvalid(conn->fia(), FI_UINT64, FI_SUM,
+                                             &count)) << what;
+
+        ucs_status_ptr_t p = fiatomic_fetch_atomic_nbx(
+                conn->ep(), &one, 1, &old, conn->base(0), conn->key(0),
+                FI_UINT64, FI_SUM, NULL);
+        if (ucp) {
+            EXPECT_EQ(UCS_OK, conn->wait(p, 10.0)) << what;
+            EXPECT_EQ(7u, old) << what;
+        } else {
+            EXPECT_EQ(-FI_EOPNOTSUPP, immediate_errno(p)) << what;
+        }
+        /* the endpoint still works, and the target has what the call did */
+        EXPECT_EQ(UCS_OK, conn->flush(10.0)) << what;
+        EXPECT_EQ(UCS_OK, conn->ep_status()) << what;
+        ASSERT_TRUE(conn->tgt().read(0, 0, &after, sizeof(after), &error))
+                << error;
+        EXPECT_EQ(ucp ? 8u : 7u, after) << what;
+    }
+}
+
 } // namespace

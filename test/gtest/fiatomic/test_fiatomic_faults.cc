@@ -168,6 +168,7 @@ protected:
         }
     }
 
+    proto_env     m_proto{GetParam()}; /* outlives the peers */
     remote_target m_target;
     peer_process  m_initiator;
 };
