@@ -28,16 +28,23 @@ protected:
         if (!missing.empty()) {
             GTEST_SKIP() << missing;
         }
-        if ((GetParam().tl == "posix") && !GetParam().alloc) {
+        if ((GetParam().tl == "posix") && !GetParam().alloc &&
+            ucp_amo_on_peer_err_eps()) {
             /* Memory posix cannot map is reached by UCP's software atomics
              * (active messages over the shared-memory FIFO). UCX 1.13.1
              * cannot fail those when the peer dies: with
              * UCX_POSIX_ERROR_HANDLING=y and keepalive, 80-120 of 120
              * requests stay outstanding 20 s after the kill, or UCX aborts
-             * in uct_mm_ep_pending_purge (a stub in 1.13.1). */
-            GTEST_SKIP() << "UCX 1.13.1 posix cannot report a dead peer's "
-                         << "software-atomic requests (no pending purge in "
-                         << "its mm transport)";
+             * in uct_mm_ep_pending_purge (a stub in 1.13.1). UCX 1.22 with
+             * its v1 protocols (UCX_PROTO_ENABLE=n, which these endpoints
+             * need for UCP's atomics there) leaves 120 of 120 outstanding;
+             * with its default protocols UCP's atomics are not used here
+             * and the suite runs. */
+            GTEST_SKIP() << "UCX's posix transport cannot report a dead "
+                         << "peer's software-atomic requests (UCX 1.13.1: no "
+                         << "pending purge in its mm transport; UCX 1.22 "
+                         << "with UCX_PROTO_ENABLE=n: none failed 20 s after "
+                         << "the kill)";
         }
         ASSERT_TRUE(m_target.start(GetParam().tl, GetParam().alloc, &error,
                                    GetParam().am)) << error;
