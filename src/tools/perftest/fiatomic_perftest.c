@@ -34,6 +34,7 @@ enum {
     PERF_OPT_CSV,
     PERF_OPT_PIN,
     PERF_OPT_GOALS,
+    PERF_OPT_GOAL,
     PERF_OPT_PROGRESS,
     PERF_OPT_REPORT_INTERVAL,
     PERF_OPT_SCALE,
@@ -81,6 +82,8 @@ static void usage(void)
 "  --transports LIST   matrix/goals transports (default posix,tcp); join\n"
 "                      several into one UCX_TLS with '+': atomicx+tcp\n"
 "  --goals             measure and judge the performance goals\n"
+"  --goal LIST         --goals, only the goals named (comma-separated,\n"
+"                      e.g. mallocs-per-call,rss-growth-mib)\n"
 "  --scale             N initiator processes on one target, the same\n"
 "                      elements and disjoint ones: aggregate and\n"
 "                      per-initiator rates, Jain's fairness, CAS retries,\n"
@@ -205,6 +208,31 @@ static int perf_parse_list(char *arg, perf_opts_t *o)
         o->transports[o->num_transports++] = tok;
     }
     return o->num_transports ? 0 : -1;
+}
+
+/* --goal mallocs-per-call,rss-growth-mib: the goals to measure */
+static int perf_parse_goal_names(char *arg, perf_opts_t *o)
+{
+    char *tok, *save = NULL;
+
+    o->num_goal_names = 0;
+    for (tok = strtok_r(arg, ",", &save); tok != NULL;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (!perf_goal_known(tok)) {
+            perf_bad_value("goal", tok, perf_goal_names());
+            return -1;
+        }
+        if (o->num_goal_names == PERF_MAX_GOAL_NAMES) {
+            perf_bad_value("goal list", tok, "at most 32 goals");
+            return -1;
+        }
+        o->goal_names[o->num_goal_names++] = tok;
+    }
+    if (o->num_goal_names == 0) {
+        perf_bad_value("goal", arg, perf_goal_names());
+        return -1;
+    }
+    return 0;
 }
 
 /* "cas" or, for --scale, "cas,target,native": one per initiator in turn.
@@ -333,6 +361,7 @@ int main(int argc, char **argv)
         {"csv",          no_argument,       NULL, PERF_OPT_CSV},
         {"pin",          required_argument, NULL, PERF_OPT_PIN},
         {"goals",        no_argument,       NULL, PERF_OPT_GOALS},
+        {"goal",         required_argument, NULL, PERF_OPT_GOAL},
         {"progress",     no_argument,       NULL, PERF_OPT_PROGRESS},
         {"report-interval", required_argument, NULL,
          PERF_OPT_REPORT_INTERVAL},
@@ -538,6 +567,12 @@ int main(int argc, char **argv)
             }
             break;
         case PERF_OPT_GOALS: goals = 1; break;
+        case PERF_OPT_GOAL:
+            if (perf_parse_goal_names(optarg, &o)) {
+                return 2;
+            }
+            goals = 1;
+            break;
         case PERF_OPT_PROGRESS: o.progress = 1; break;
         case PERF_OPT_REPORT_INTERVAL:
             seconds = strtod(optarg, &end);

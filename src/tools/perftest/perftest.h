@@ -272,6 +272,7 @@ int perf_measure(perf_driver_t *drv, const perf_params_t *p,
 /* Options (fiatomic_perftest.c) and modes                                   */
 
 #define PERF_MAX_TRANSPORTS 8
+#define PERF_MAX_GOAL_NAMES 32
 #define PERF_SCALE_MAX_POINTS      16
 #define PERF_SCALE_MAX_STRATEGIES  8
 #define PERF_SCALE_MAX_INITIATORS  64
@@ -351,6 +352,9 @@ typedef struct perf_opts {
                                      initiator, round robin; none: as the
                                      environment says */
     unsigned      num_scale_strategies;
+    /* --goal: the goals to measure (names); none: every goal */
+    char          *goal_names[PERF_MAX_GOAL_NAMES];
+    unsigned      num_goal_names;
 } perf_opts_t;
 
 /* perftest_single.c: one cell, ucx_perftest style */
@@ -360,6 +364,10 @@ int perf_single_run(const perf_opts_t *o);
 int perf_matrix_run(const perf_opts_t *o);
 /* perftest_goals.c: the performance goals, measured and judged */
 int perf_goals_run(const perf_opts_t *o);
+/* 1 when `name` is one of the goals perf_goals_run() judges */
+int perf_goal_known(const char *name);
+/* the goal names, comma-separated (for messages) */
+const char *perf_goal_names(void);
 /* perftest_scale.c: N initiator processes on one target; returns the number
  * of failed points (lost updates, errors) or -1 on a setup error */
 int perf_scale_run(const perf_opts_t *o);

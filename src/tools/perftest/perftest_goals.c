@@ -57,6 +57,60 @@ static const perf_cell_t perf_goal_fadd = {
     FIATOMIC_FAMILY_FETCH, FI_SUM, FI_UINT64
 };
 
+/* Every goal, by name (--goal picks some). */
+static const char *const perf_goal_all[] = {
+    "direct-latency-vs-ucp", "direct-rate-vs-ucp", "native-latency-vs-ucp",
+    "native-rate-vs-ucp", "cell-latency-vs-fadd", "cell32-latency-vs-fadd",
+    "wide16-latency-vs-fadd", "speedup-vs-ofi-shm",
+    "emulated-latency-vs-fadd", "emulated-rate-vs-fadd",
+    "speedup-vs-ofi-tcp", "array1024-latency-vs-single", "mallocs-per-call",
+    "rss-growth-mib", "contended-cas-rate-14-vs-2"
+};
+
+int perf_goal_known(const char *name)
+{
+    unsigned i;
+
+    for (i = 0; i < sizeof(perf_goal_all) / sizeof(perf_goal_all[0]); ++i) {
+        if (!strcmp(name, perf_goal_all[i])) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+const char *perf_goal_names(void)
+{
+    static char names[512];
+    size_t len = 0;
+    unsigned i;
+
+    if (names[0] == '\0') {
+        for (i = 0; i < sizeof(perf_goal_all) / sizeof(perf_goal_all[0]);
+             ++i) {
+            len += snprintf(names + len, sizeof(names) - len, "%s%s",
+                            i ? ", " : "", perf_goal_all[i]);
+        }
+    }
+    return names;
+}
+
+/* Whether goal `name` is measured in this run (--goal, default all). */
+static int perf_goal_wanted(const perf_goals_t *g, const char *name)
+{
+    unsigned i;
+
+    if (g->o->num_goal_names == 0) {
+        return 1;
+    }
+    for (i = 0; i < g->o->num_goal_names; ++i) {
+        if (!strcmp(g->o->goal_names[i], name)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Measuring                                                                 */
 
@@ -148,7 +202,7 @@ static void perf_goal_add(perf_goals_t *g, const char *name, const char *what,
 {
     perf_goal_t *goal;
 
-    if (g->num_goals == PERF_GOAL_MAX) {
+    if ((g->num_goals == PERF_GOAL_MAX) || !perf_goal_wanted(g, name)) {
         return;
     }
     goal          = &g->goals[g->num_goals++];
@@ -282,6 +336,9 @@ static void perf_goal_sweep(perf_goals_t *g, const char *name,
     char worst_name[64] = "-", detail[128];
     int first = 1, bad;
 
+    if (!perf_goal_wanted(g, name)) {
+        return;
+    }
     for (i = 0; i < n; ++i) {
         perf_goal_params(g, &cells[i], 1, sw->window, sw->iters, &pa);
         perf_goal_params(g, sw->ref_cell ? sw->ref_cell : &cells[i], 1,
@@ -412,6 +469,11 @@ static void perf_goal_shm(perf_goals_t *g)
     double ref[6];
     perf_sweep_t sw;
 
+    if (!perf_goal_wanted(g, "cell-latency-vs-fadd") &&
+        !perf_goal_wanted(g, "cell32-latency-vs-fadd") &&
+        !(g->o->baseline_ofi && perf_goal_wanted(g, "speedup-vs-ofi-shm"))) {
+        return;
+    }
     if (perf_goal_ref(g, 1, g->iters, ref, 3)) {
         printf("GOAL %-27s %-6s cannot measure the native fetch-add\n",
                "cell-latency-vs-fadd", g->tl);
@@ -459,6 +521,11 @@ static void perf_goal_tcp(perf_goals_t *g)
     double ref[6], rate_ref[6];
     perf_sweep_t sw;
 
+    if (!perf_goal_wanted(g, "emulated-latency-vs-fadd") &&
+        !perf_goal_wanted(g, "emulated-rate-vs-fadd") &&
+        !(g->o->baseline_ofi && perf_goal_wanted(g, "speedup-vs-ofi-tcp"))) {
+        return;
+    }
     if (perf_goal_ref(g, 1, g->iters, ref, 3) ||
         perf_goal_ref(g, PERF_GOAL_WINDOW, g->rate_iters, rate_ref, 3)) {
         printf("GOAL %-27s %-6s cannot measure the native fetch-add\n",
@@ -517,6 +584,9 @@ static void perf_goal_array(perf_goals_t *g)
     double a, b;
     char detail[96];
 
+    if (!perf_goal_wanted(g, "array1024-latency-vs-single")) {
+        return;
+    }
     perf_goal_params(g, &perf_goal_fadd, PERF_GOAL_ARRAY, 1, g->iters / 10,
                      &pa);
     perf_goal_params(g, &perf_goal_fadd, 1, 1, g->iters, &pb);
@@ -534,7 +604,8 @@ static void perf_goal_array(perf_goals_t *g)
 }
 
 /* mallocs-per-call, rss-growth-mib: no allocation per call in steady
- * state, RSS flat */
+ * state, RSS flat. `calls` scale with -n (default 10000: 1e7 calls on
+ * shared memory, 2e5 over tcp). */
 static void perf_goal_memory(perf_goals_t *g, size_t calls,
                              const perf_cell_t *cell, unsigned window)
 {
@@ -545,6 +616,10 @@ static void perf_goal_memory(perf_goals_t *g, size_t calls,
     double per_call;
     int counted = perf_malloc_count_works();
 
+    if (!perf_goal_wanted(g, "mallocs-per-call") &&
+        !perf_goal_wanted(g, "rss-growth-mib")) {
+        return;
+    }
     /* warm-up first: caches and pools reach their steady size */
     perf_goal_params(g, cell, 1, window, calls / 10, &p);
     if (perf_goal_once(g, PERF_API_FIA, &p, &res) ||
@@ -593,6 +668,9 @@ static void perf_goal_contention(perf_goals_t *g)
     int over = 0, lost = 0;
     unsigned r, i;
 
+    if (!perf_goal_wanted(g, "contended-cas-rate-14-vs-2")) {
+        return;
+    }
     o.params.cell             = perf_goal_fadd;
     o.params.count            = 1;
     o.params.window           = 1;
@@ -653,12 +731,13 @@ static int perf_goals_transport(const perf_opts_t *o, const char *tl,
     if (shm) {
         perf_goal_shm(g);
         perf_goal_wide16(g);
-        perf_goal_memory(g, 10000000, &cswap_lt, 1);
+        perf_goal_memory(g, o->params.iters * 1000, &cswap_lt, 1);
     }
     if (tcp) {
         perf_goal_tcp(g);
         perf_goal_array(g);
-        perf_goal_memory(g, 200000, &cswap_lt, PERF_GOAL_WINDOW);
+        perf_goal_memory(g, o->params.iters * 20, &cswap_lt,
+                         PERF_GOAL_WINDOW);
         perf_goal_contention(g);
     }
 

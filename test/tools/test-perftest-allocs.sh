@@ -1,0 +1,47 @@
+#!/bin/bash
+# No allocation per call in steady state, in either process: the
+# mallocs-per-call goal of fiatomic_perftest (its malloc family counts every
+# call of the process, UCX's included) over tcp with 64 calls in flight
+# (target-side execution: the target's request handler and replies) and over
+# shared memory (-n 1000: 2e4 calls over tcp, 1e6 on shared memory). The
+# count is deterministic, not a timing: at most 0.001 allocations per call.
+# Skipped where the tool cannot count (a sanitizer build owns malloc).
+set -u
+perftest=${FIATOMIC_PERFTEST:-./src/tools/fiatomic_perftest}
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+if [ ! -x "$perftest" ]; then
+    echo "SKIP: $perftest not built"
+    exit 77
+fi
+
+timeout 300 "$perftest" --goal mallocs-per-call,rss-growth-mib -n 1000 \
+    --transports tcp,posix --report-interval 0 > "$log" 2>&1
+rc=$?
+if grep -q 'mallocs not counted' "$log"; then
+    echo "SKIP: this build cannot count allocations (sanitizer)"
+    exit 77
+fi
+fail=0
+if [ $rc -ne 0 ] || grep -qE 'UCX +(ERROR|WARN|FATAL)|Segmentation|lost the target|cannot' "$log"; then
+    echo "FAIL: fiatomic_perftest exit $rc"
+    fail=1
+fi
+for tl in tcp posix; do
+    line=$(grep -E "^GOAL mallocs-per-call +$tl " "$log")
+    if [ -z "$line" ]; then
+        echo "FAIL: no mallocs-per-call result over $tl"
+        fail=1
+    elif ! grep -q ' MET ' <<< "$line" || grep -q 'NOT MET' <<< "$line"; then
+        echo "FAIL: allocations per call over $tl: $line"
+        fail=1
+    fi
+done
+if [ $fail -ne 0 ]; then
+    grep -vE '^\+|^\|' "$log" | head -30
+    exit 1
+fi
+grep -E '^GOAL mallocs-per-call' "$log"
+echo "PASS: no allocation per call over tcp (64 in flight) and posix"
+exit 0
