@@ -76,6 +76,9 @@ struct fiatomic_context {
                                              and requests it is receiving */
     struct kh_fiatomic_peers_s *peers; /* the target's peers by reply ep
                                           (fiatomic_target_serve.c) */
+    ucs_list_link_t     idle_peers; /* of them, those with nothing in
+                                       UCP's hands, least recent first */
+    unsigned            num_idle_peers;
     uint64_t            requests_dropped; /* of peers past their bound */
     fiatomic_msg_slot_t *msg_slots;   /* in the initiator */
     unsigned            num_msg_slots;

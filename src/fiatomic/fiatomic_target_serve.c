@@ -16,6 +16,14 @@
  *
  * Replies are sized to their content; small reply buffers are cached (at
  * most FIATOMIC_REPLY_CACHE_MAX), larger ones freed once sent.
+ *
+ * A peer that has nothing in UCP's hands is idle: it stays in the table
+ * (its next request finds it: no allocation per request when replies
+ * complete in place) on a list of idle peers, the least recently used of
+ * which goes past FIATOMIC_IDLE_PEERS_MAX. An idle peer holds nothing and
+ * is the same as a new one (its failed mark is cleared), so a reply
+ * endpoint that UCP freed and reused at the same address meets a fresh
+ * state.
  */
 #include "fiatomic_context.h"
 #include "fiatomic_target.h"
@@ -28,6 +36,9 @@
 
 /* Small reply buffers kept for reuse. */
 #define FIATOMIC_REPLY_CACHE_MAX 256
+
+/* Idle peers kept (~100 bytes each with their table slot). */
+#define FIATOMIC_IDLE_PEERS_MAX  1024
 
 /* Largest valid request: header, operands and compare values. */
 #define FIATOMIC_REQUEST_MAX \
@@ -65,6 +76,8 @@ struct fiatomic_peer {
     unsigned        receiving;   /* rendezvous requests being received */
     size_t          held_bytes;  /* held and receiving requests */
     ucs_list_link_t held;
+    ucs_list_link_t idle_list;   /* in fia->idle_peers while idle */
+    bool            idle;
     bool            failed;      /* a reply failed: no more sends on ep */
 };
 
@@ -79,7 +92,13 @@ static fiatomic_peer_t *fiatomic_peer_get(fiatomic_h fia, ucp_ep_h ep)
 
     iter = kh_get(fiatomic_peers, peers, (uintptr_t)ep);
     if (iter != kh_end(peers)) {
-        return kh_val(peers, iter);
+        peer = kh_val(peers, iter);
+        if (peer->idle) {
+            ucs_list_del(&peer->idle_list);
+            --fia->num_idle_peers;
+            peer->idle = false;
+        }
+        return peer;
     }
 
     peer = calloc(1, sizeof(*peer));
@@ -100,23 +119,46 @@ static fiatomic_peer_t *fiatomic_peer_get(fiatomic_h fia, ucp_ep_h ep)
     return peer;
 }
 
-/* A peer is kept only while UCP holds something of it: then its endpoint is
- * alive (a failed one completes our sends before it goes). */
-static void fiatomic_peer_put(fiatomic_peer_t *peer)
+static void fiatomic_peer_free(fiatomic_peer_t *peer)
 {
     khash_t(fiatomic_peers) *peers = peer->fia->peers;
     khiter_t iter;
 
-    if ((peer->replies > 0) || (peer->receiving > 0) ||
-        !ucs_list_is_empty(&peer->held)) {
-        return;
+    if (peer->idle) {
+        ucs_list_del(&peer->idle_list);
+        --peer->fia->num_idle_peers;
     }
-
     iter = kh_get(fiatomic_peers, peers, (uintptr_t)peer->ep);
     if (iter != kh_end(peers)) {
         kh_del(fiatomic_peers, peers, iter);
     }
     free(peer);
+}
+
+/* A peer is busy while UCP holds something of it: then its endpoint is
+ * alive (a failed one completes our sends before it goes). Once nothing is
+ * left it becomes idle (freed after fiatomic_destroy). */
+static void fiatomic_peer_put(fiatomic_peer_t *peer)
+{
+    fiatomic_h fia = peer->fia;
+
+    if ((peer->replies > 0) || (peer->receiving > 0) ||
+        !ucs_list_is_empty(&peer->held) || peer->idle) {
+        return;
+    }
+
+    if (fia->destroyed) {
+        fiatomic_peer_free(peer);
+        return;
+    }
+
+    peer->failed = false; /* as a new peer: the endpoint may be another */
+    peer->idle   = true;
+    ucs_list_add_tail(&fia->idle_peers, &peer->idle_list);
+    if (++fia->num_idle_peers > FIATOMIC_IDLE_PEERS_MAX) {
+        fiatomic_peer_free(ucs_list_head(&fia->idle_peers, fiatomic_peer_t,
+                                         idle_list));
+    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -512,6 +554,8 @@ ucs_status_t fiatomic_target_init(fiatomic_h fia)
 {
     unsigned i;
 
+    ucs_list_head_init(&fia->idle_peers);
+    fia->num_idle_peers     = 0;
     fia->regions.own_locks  = fia->wide_locks;
     fia->regions.timeout_ns = fia->op_timeout_ns;
     fia->peers              = kh_init(fiatomic_peers);
@@ -562,6 +606,11 @@ void fiatomic_target_cleanup(fiatomic_h fia)
         if (kh_exist(peers, iter)) {
             fiatomic_peer_drop_held(kh_val(peers, iter));
         }
+    }
+    /* busy peers go when UCP gives back what it holds of them */
+    while (!ucs_list_is_empty(&fia->idle_peers)) {
+        fiatomic_peer_free(ucs_list_head(&fia->idle_peers, fiatomic_peer_t,
+                                         idle_list));
     }
 
     while (!ucs_list_is_empty(&fia->free_replies)) {
