@@ -581,9 +581,35 @@ fiatomic_post_one(fiatomic_ep_h ep, fiatomic_family_t family, int op,
                                    FI_INJECT_COMPLETE | \
                                    FI_DELIVERY_COMPLETE)
 
+/* The fast path's 32-byte element: under its lock (fiatomic_wide_lock.c),
+ * out of the fast path's line. The old value goes through a buffer of its
+ * own: the caller's result may be its operand. */
+static UCS_F_NOINLINE ucs_status_ptr_t
+fiatomic_post_one_wide(fiatomic_ep_h ep, const fiatomic_cell_t *cell,
+                       fiatomic_rkey_t *key, uint64_t offset,
+                       const void *operand, const void *compare, void *result)
+{
+    uint8_t old[FIATOMIC_MAX_ELEM_SIZE];
+    ucs_status_t status;
+
+    status = fiatomic_wide_apply(ep->fia->wide_locks, ep->fia->op_timeout_ns,
+                                 cell, key->wide_locks, offset,
+                                 key->local_base + offset, operand, compare,
+                                 old);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return UCS_STATUS_PTR(status);
+    }
+    if (result != NULL) {
+        memcpy(result, old, 32); /* a constant size: a few moves */
+    }
+    fiatomic_cntr_count(ep, UCS_OK);
+    return NULL;
+}
+
 /*
  * The plain calls (fi_atomic, fi_fetch_atomic, fi_compare_atomic forms):
- * first the fast path, one element of a cell with a CPU executor, on a key
+ * first the fast path, one element of a cell with a CPU executor (or of 32
+ * bytes, under its lock), on a key
  * whose strategy for the cell is direct, on a single-threaded context with
  * nothing deferred. It makes every check of fiatomic_call_check() and
  * fiatomic_post_plain_locked() for such a call (nothing else reaches
@@ -614,7 +640,8 @@ fiatomic_post_one_fast(fiatomic_ep_h ep, fiatomic_family_t family, int op,
     }
 
     cell = fiatomic_cell_get(family, op, datatype);
-    if (ucs_unlikely((cell == NULL) || (cell->cpu == NULL))) {
+    if (ucs_unlikely((cell == NULL) ||
+                     ((cell->cpu == NULL) && (cell->size != 32)))) {
         goto general;
     }
 
@@ -653,6 +680,14 @@ fiatomic_post_one_fast(fiatomic_ep_h ep, fiatomic_family_t family, int op,
     }
     fiatomic_trace_call(ep, key, cell, 1, FIATOMIC_STRATEGY_DIRECT);
 
+    if (ucs_unlikely(cell->cpu == NULL)) {
+        return fiatomic_post_one_wide(ep, cell, key, offset,
+                                      (op != FI_ATOMIC_READ) ? buf : NULL,
+                                      (family == FIATOMIC_FAMILY_COMPARE) ?
+                                      compare : NULL,
+                                      (family != FIATOMIC_FAMILY_BASE) ?
+                                      result : NULL);
+    }
     cell->cpu(key->local_base + offset,
               (op != FI_ATOMIC_READ) ? buf : NULL,
               (family == FIATOMIC_FAMILY_COMPARE) ? compare : NULL,
