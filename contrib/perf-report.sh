@@ -154,7 +154,9 @@ verification accesses, which the target's CPU performs, never the library.
 - **Latency** is post to completion of one call, done at the target: fetch
   and compare calls complete when the fetched value is back; base-family
   calls carry \`FI_DELIVERY_COMPLETE\` (as the raw UCP baseline then fetches).
-- **typical** = the run is cut into batches of 16 calls (or 2 windows) and
+- **typical** = the run is cut into batches of 16 calls (or 2 windows, and
+  at least 5 us long by the warm-up's pace: this virtual machine's TSC moves
+  in ~10 ns steps, which quantized 16 shared-memory calls to 2% steps) and
   the median batch average is taken: as precise as an average (no clock
   read per call) and immune to the scheduler stalls of this shared 2-core
   machine, where other engineers build and run VMs. **Goals use typical.**
@@ -162,6 +164,13 @@ verification accesses, which the target's CPU performs, never the library.
   whole span divided by the calls (stalls included), as ucx_perftest's.
 - **Rate** (\`-W 64\`): 64 calls in flight, each slot on its own target
   element (cache line); rate = 1 / typical time per call.
+- **Judging a cell**: each cell is measured right after its reference (raw
+  UCP's same operation, or the u64 fetch-add); a cell past its limit is
+  measured again in 9 interleaved pairs (cell, reference, cell, ...) and
+  judged on the median of the 9 pairs' ratios: the two halves of a pair
+  share the load of this shared machine, which drifts over seconds. Over
+  tcp a latency measurement is 1000 calls (~60 batches) and a rate
+  measurement 8000 calls (~60 batches of 2 windows).
 - **Baselines in the same run**: \`--baseline ucp\` is raw
   \`ucp_atomic_op_nbx\` on a UCP-allocated region of the same target (cells
   UCP has: 4/8-byte ADD/AND/OR/XOR/SWAP/CSWAP, READ as fetching ADD 0);
@@ -220,7 +229,7 @@ cat <<'EOF'
 libfabric's shm provider needs ~1.3-1.7 us per call (the target's CPU
 executes the atomic when it progresses), fiatomic's direct path ~0.06-0.08
 us, i.e. ~20x (see the matrix below, column x_ofi). A cell counts as missed
-only when five interleaved repeats still give less than 5x; on this shared
+only when nine interleaved pairs still give less than 5x; on this shared
 machine a burst of load on the initiator's CPU during those repeats can do
 that to a cell whose ratio is ~20x in the matrix of the same report. The
 mean ratio printed next to the worst is the figure to read.
@@ -321,7 +330,12 @@ cat <<'EOF'
 ### Memory (mallocs-per-call, rss-growth-mib)
 
 See the detail column: allocations per call are counted by interposing
-malloc in the benchmark (both processes); RSS is read from /proc.
+malloc in the benchmark (both processes; a run makes about 13 of its own,
+measurement buffers and UCX's); RSS is read from /proc. The target keeps
+the state of a peer that has nothing in flight (at most 1024 such peers),
+so a request whose previous reply completed in place allocates nothing;
+\`test/tools/test-perftest-allocs.sh\` (make check) fails on any
+allocation per call over tcp or posix.
 EOF
 echo
 fi

@@ -13,8 +13,9 @@
  *    PERF_LAT_SAMPLES calls carry timestamps, so a shared-memory call of
  *    ~20 ns is not dominated by reading the clock);
  *  - average: whole timed span / calls (ucx_perftest's "overall");
- *  - typical: the run is cut into small batches (16 calls, or 2 windows)
- *    and the median batch average is taken. It is as precise as the
+ *  - typical: the run is cut into small batches (16 calls, or 2 windows,
+ *    and at least 5 us by the warm-up's pace) and the median batch average
+ *    is taken. It is as precise as the
  *    average and, like the median, immune to the scheduler stalls of a
  *    loaded 2-core machine (a stall spoils one batch); the goals use it.
  * The message rate is the overall one (calls / timed span = 1 / average),
@@ -30,6 +31,7 @@
 
 #define PERF_LAT_SAMPLES 8192
 #define PERF_MAX_BATCHES 65536 /* longer runs get longer batches */
+#define PERF_BATCH_MIN_US 5.0  /* ~12000 TSC ticks: steps of 0.2% at most */
 
 /* A progress line every second by default (--report-interval) */
 static double perf_report_us = 1e6;
@@ -168,12 +170,21 @@ static double perf_pct(const perf_samples_t *sm, double pct)
     return perf_time_to_us(sm->samples[i]);
 }
 
-/* Batches of 16 calls, or 2 windows' worth, at most PERF_MAX_BATCHES. */
-static size_t perf_num_batches(const perf_params_t *p)
+/* Batches of 16 calls, or 2 windows' worth, and at least
+ * PERF_BATCH_MIN_US long by the warm-up's pace (`call_us`, 0 when there was
+ * none): the clock read twice per batch (the TSC, which a virtual machine
+ * may advance in steps of ~10 ns) must not quantize a batch average (16
+ * shared-memory calls of 0.03 us are only ~50 steps: a median landing on 2%
+ * steps). At most PERF_MAX_BATCHES. */
+static size_t perf_num_batches(const perf_params_t *p, double call_us)
 {
     size_t min_batch = (p->window > 1) ? 2 * (size_t)p->window : 16;
-    size_t nb        = p->iters / min_batch;
+    size_t nb;
 
+    if ((call_us > 0) && (min_batch * call_us < PERF_BATCH_MIN_US)) {
+        min_batch = (size_t)(PERF_BATCH_MIN_US / call_us) + 1;
+    }
+    nb = p->iters / min_batch;
     return (nb < 1) ? 1 : (nb > PERF_MAX_BATCHES) ? PERF_MAX_BATCHES : nb;
 }
 
@@ -194,8 +205,8 @@ int perf_measure(perf_driver_t *drv, const perf_params_t *p,
                  perf_result_t *res)
 {
     unsigned window = (p->window > 0) ? p->window : 1;
-    size_t nb       = perf_num_batches(p);
-    double *batch;
+    size_t nb       = perf_num_batches(p, 0);
+    double *batch, call_us;
     perf_samples_t sm;
     ucs_status_t status;
     uint64_t *tpost, total = 0, t0, reported = 0;
@@ -215,7 +226,11 @@ int perf_measure(perf_driver_t *drv, const perf_params_t *p,
         goto out;
     }
 
-    status = perf_run(drv, p, reqs, tpost, p->warmup, NULL);
+    t0      = perf_time_now();
+    status  = perf_run(drv, p, reqs, tpost, p->warmup, NULL);
+    call_us = (p->warmup > 0) ?
+              perf_time_to_us(perf_time_now() - t0) / (double)p->warmup : 0;
+    nb      = perf_num_batches(p, call_us); /* at most the first count */
     for (b = 0, left = p->iters; (status == UCS_OK) && (b < nb); ++b) {
         n         = (b + 1 == nb) ? left : p->iters / nb;
         t0        = perf_time_now();
