@@ -227,9 +227,10 @@ FIATOMIC_API ucs_status_t fiatomic_create(ucp_context_h context,
     fia->max_count   = max_count;
     fia->max_inflight = max_inflight;
     fia->am_id       = am_id;
-    ucs_list_head_init(&fia->free_reqs);
-    ucs_list_head_init(&fia->free_replies);
-    ucs_list_head_init(&fia->free_msgs);
+    fiatomic_freelist_init(&fia->free_reqs, FIATOMIC_REQ_CACHE_MAX);
+    fiatomic_freelist_init(&fia->free_replies, FIATOMIC_REPLY_CACHE_MAX);
+    fiatomic_freelist_init(&fia->free_msgs, FIATOMIC_MSG_CACHE_MAX);
+    fiatomic_handle_table_init(&fia->msgs, UINT32_MAX);
     ucs_list_head_init(&fia->eps);
 
     fiatomic_check_atomicx_loaded();

@@ -6,6 +6,7 @@
 #ifndef FIATOMIC_CONTEXT_H_
 #define FIATOMIC_CONTEXT_H_
 
+#include "fiatomic_handle.h"
 #include "fiatomic_int.h"
 
 #include <pthread.h>
@@ -24,6 +25,14 @@ typedef struct fiatomic_lock {
     size_t              queued_bytes; /* copies of active messages queued */
     bool                pending;      /* atomic: the queue is not empty */
 } fiatomic_lock_t;
+
+/* The context's caches: objects kept for reuse, beyond these counts freed
+ * (fiatomic_freelist_t). */
+#define FIATOMIC_REQ_CACHE_MAX   1024 /* requests, fiatomic_request.c */
+#define FIATOMIC_REPLY_CACHE_MAX 256  /* small replies,
+                                         fiatomic_target_serve.c */
+#define FIATOMIC_MSG_CACHE_MAX   256  /* target-side messages,
+                                         fiatomic_target_send.c */
 
 struct fiatomic_context {
     ucp_context_h       ucp_context;
@@ -61,8 +70,7 @@ struct fiatomic_context {
     unsigned            num_mems;
     bool                destroyed;  /* fiatomic_destroy() was called: freed
                                        when the last endpoint drains */
-    ucs_list_link_t     free_reqs;  /* request cache: no malloc per op */
-    unsigned            num_free_reqs;
+    fiatomic_freelist_t free_reqs;  /* request cache: no malloc per op */
     /* target-side execution */
     bool                am_enabled; /* handlers registered (UCP_FEATURE_AM) */
     unsigned            am_id;      /* + FIATOMIC_WIRE_AM_* */
@@ -70,8 +78,7 @@ struct fiatomic_context {
     uint64_t            wide_locks[FIATOMIC_WIDE_LOCKS]; /* 32-byte
                                        elements of memory without a shared
                                        lock table (fiatomic_wide_lock.c) */
-    ucs_list_link_t     free_replies; /* small reply buffers (target) */
-    unsigned            num_free_replies;
+    fiatomic_freelist_t free_replies; /* small reply buffers (target) */
     unsigned            replies_inflight; /* replies UCP is still sending
                                              and requests it is receiving */
     struct kh_fiatomic_peers_s *peers; /* the target's peers by reply ep
@@ -80,10 +87,10 @@ struct fiatomic_context {
                                        UCP's hands, least recent first */
     unsigned            num_idle_peers;
     uint64_t            requests_dropped; /* of peers past their bound */
-    fiatomic_msg_slot_t *msg_slots;   /* in the initiator */
-    unsigned            num_msg_slots;
-    ucs_list_link_t     free_msgs;
-    unsigned            num_free_msgs;
+    fiatomic_handle_table_t msgs;   /* in the initiator: target-side
+                                       messages awaiting their reply, named
+                                       by the id the reply echoes */
+    fiatomic_freelist_t free_msgs;
 };
 
 /* fiatomic_lock.c: the context's lock (multi-threaded workers only) */

@@ -75,8 +75,8 @@ struct fiatomic_ep {
     fiatomic_ep_native_t native;       /* fiatomic_exec_native.c */
     bool              wireup_flushed;  /* the flush before the first
                                           software atomic was asked for */
-    fiatomic_key_slot_t *slots;
-    unsigned          num_slots;
+    fiatomic_handle_table_t keys;      /* fiatomic_key.c: the user's
+                                          uint64_t key is a handle */
     ucs_status_t      flush_status;    /* of the last ucp flush */
     unsigned          inflight;        /* elements with UCP ops in flight */
     size_t            ops_inflight;    /* operation requests posted and not

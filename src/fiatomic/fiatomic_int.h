@@ -44,18 +44,10 @@ typedef struct fiatomic_cell   fiatomic_cell_t;   /* fiatomic_cell.h */
 typedef struct fiatomic_rkey   fiatomic_rkey_t;   /* fiatomic_key.h */
 typedef struct fiatomic_req    fiatomic_req_t;    /* fiatomic_request.h */
 typedef struct fiatomic_elem   fiatomic_elem_t;   /* fiatomic_request.h */
-typedef struct fiatomic_key_slot fiatomic_key_slot_t; /* fiatomic_key.h */
 typedef struct fiatomic_am_msg fiatomic_am_msg_t; /* fiatomic_target_send.c */
 
 /* ------------------------------------------------------------------------ */
 /* Exposed memory and the target side                                        */
-
-/* Slots of target-side messages awaiting their reply; a message id is
- * (generation << 32) | (slot + 1), so a late or forged reply is dropped. */
-typedef struct fiatomic_msg_slot {
-    fiatomic_am_msg_t *msg;
-    uint32_t          generation;
-} fiatomic_msg_slot_t;
 
 struct fiatomic_mem {
     fiatomic_h fia;

@@ -1,8 +1,9 @@
 /**
  * Keys of initiator endpoints, as UCP's rkeys are of its endpoints: the
  * packed key a target handed out is checked field by field and unpacked into
- * a slot of the endpoint; the user's uint64_t names the slot and its
- * generation. The lookup on every post is inline (fiatomic_int.h).
+ * the endpoint's key table; the user's uint64_t is its handle there (a slot
+ * and a generation, so a released key is refused). The lookup on every post
+ * is inline (fiatomic_key.h).
  */
 #include "fiatomic_cpu.h"
 #include "fiatomic_key.h"
@@ -23,17 +24,17 @@ static void fiatomic_key_rkey_destroy(fiatomic_rkey_t *key)
 
 void fiatomic_ep_keys_free(fiatomic_ep_h ep)
 {
-    unsigned i;
+    fiatomic_rkey_t *key;
+    uint32_t i;
 
-    for (i = 0; i < ep->num_slots; ++i) {
-        if (ep->slots[i].key != NULL) {
-            fiatomic_key_rkey_destroy(ep->slots[i].key);
-            free(ep->slots[i].key);
+    for (i = 0; i < ep->keys.size; ++i) {
+        key = fiatomic_handle_at(&ep->keys, i);
+        if (key != NULL) {
+            fiatomic_key_rkey_destroy(key);
+            free(key);
         }
     }
-    free(ep->slots);
-    ep->slots     = NULL;
-    ep->num_slots = 0;
+    fiatomic_handle_table_cleanup(&ep->keys);
 }
 
 /* UCP executes atomics on memory its CPU-atomic transport cannot reach
@@ -129,10 +130,8 @@ static ucs_status_t fiatomic_rkey_unpack_locked(fiatomic_ep_h ep,
                                                 size_t size, uint64_t *key_p)
 {
     fiatomic_key_hdr_t hdr;
-    fiatomic_key_slot_t *slots;
     fiatomic_rkey_t *key;
     ucs_status_t status;
-    unsigned index;
     void *ptr;
 
     if ((ep == NULL) || ep->destroyed || (key_buffer == NULL) ||
@@ -144,21 +143,6 @@ static ucs_status_t fiatomic_rkey_unpack_locked(fiatomic_ep_h ep,
     status = fiatomic_key_hdr_check(ep->fia, &hdr, size);
     if (status != UCS_OK) {
         return status;
-    }
-
-    for (index = 0; index < ep->num_slots; ++index) {
-        if (ep->slots[index].key == NULL) {
-            break;
-        }
-    }
-    if (index == ep->num_slots) {
-        slots = realloc(ep->slots, (ep->num_slots * 2 + 4) * sizeof(*slots));
-        if (slots == NULL) {
-            return UCS_ERR_NO_MEMORY;
-        }
-        memset(slots + ep->num_slots, 0, (ep->num_slots + 4) * sizeof(*slots));
-        ep->slots      = slots;
-        ep->num_slots  = ep->num_slots * 2 + 4;
     }
 
     key = calloc(1, sizeof(*key));
@@ -214,11 +198,15 @@ static ucs_status_t fiatomic_rkey_unpack_locked(fiatomic_ep_h ep,
     fiatomic_ucx_ep_detect_lanes(ep);
     key->target_ok = ep->fia->am_enabled &&
                      (hdr.flags & FIATOMIC_KEY_F_TARGET);
+    status = fiatomic_handle_add(&ep->keys, key, key_p, NULL);
+    if (status != UCS_OK) {
+        fiatomic_key_rkey_destroy(key);
+        free(key);
+        return status;
+    }
     /* The lanes (hence every key's strategies) may differ from before. */
-    ep->slots[index].key = key;
     fiatomic_ep_keys_reset(ep);
 
-    *key_p = ((uint64_t)ep->slots[index].generation << 32) | (index + 1);
     if (key->sw_amo && !ep->wireup_flushed) {
         status = fiatomic_ep_wireup_flush(ep);
         if (status != UCS_OK) {
@@ -248,10 +236,10 @@ FIATOMIC_API ucs_status_t fiatomic_rkey_unpack(fiatomic_ep_h ep,
 void fiatomic_ep_keys_reset(fiatomic_ep_h ep)
 {
     fiatomic_rkey_t *key;
-    unsigned i;
+    uint32_t i;
 
-    for (i = 0; i < ep->num_slots; ++i) {
-        key = ep->slots[i].key;
+    for (i = 0; i < ep->keys.size; ++i) {
+        key = fiatomic_handle_at(&ep->keys, i);
         if (key != NULL) {
             fiatomic_key_set_sw_amo(ep, key);
             memset(key->strategy, FIATOMIC_STRATEGY_LAST,
@@ -262,7 +250,7 @@ void fiatomic_ep_keys_reset(fiatomic_ep_h ep)
 
 FIATOMIC_API ucs_status_t fiatomic_rkey_release(fiatomic_ep_h ep, uint64_t key)
 {
-    fiatomic_key_slot_t *slot;
+    fiatomic_rkey_t *rkey;
     bool locked;
 
     if (ep == NULL) {
@@ -270,13 +258,11 @@ FIATOMIC_API ucs_status_t fiatomic_rkey_release(fiatomic_ep_h ep, uint64_t key)
     }
 
     locked = fiatomic_enter(ep->fia);
-    slot   = fiatomic_ep_slot_lookup(ep, key);
-    if (slot != NULL) {
-        fiatomic_key_rkey_destroy(slot->key);
-        free(slot->key);
-        slot->key = NULL;
-        ++slot->generation;
+    rkey   = fiatomic_handle_remove(&ep->keys, key);
+    if (rkey != NULL) {
+        fiatomic_key_rkey_destroy(rkey);
+        free(rkey);
     }
     fiatomic_leave(ep->fia, locked);
-    return (slot != NULL) ? UCS_OK : UCS_ERR_INVALID_PARAM;
+    return (rkey != NULL) ? UCS_OK : UCS_ERR_INVALID_PARAM;
 }

@@ -28,13 +28,6 @@ struct fiatomic_rkey {
                        [FIATOMIC_DATATYPE_COUNT];
 };
 
-/* The user's uint64_t key is (generation << 32) | (slot index + 1): 0 is
- * never valid, and a released key is caught when its slot is reused. */
-struct fiatomic_key_slot {
-    fiatomic_rkey_t *key;        /* NULL when free */
-    uint32_t        generation;
-};
-
 /* fiatomic_key.c */
 /** Forget every key's cached strategies (the endpoint's lanes changed). */
 void fiatomic_ep_keys_reset(fiatomic_ep_h ep);
@@ -43,32 +36,12 @@ void fiatomic_ep_keys_free(fiatomic_ep_h ep);
 
 /* Inline: every operation looks its key up. */
 
-/** The slot of a user's key, or NULL when it names none (never unpacked,
- *  released, or out of range). */
-static inline fiatomic_key_slot_t *
-fiatomic_ep_slot_lookup(fiatomic_ep_h ep, uint64_t key)
-{
-    uint64_t index = (key & UINT32_MAX);
-    fiatomic_key_slot_t *slot;
-
-    if (ucs_unlikely((index == 0) || (index > ep->num_slots))) {
-        return NULL;
-    }
-
-    slot = &ep->slots[index - 1];
-    if (ucs_unlikely((slot->key == NULL) ||
-                     (slot->generation != (key >> 32)))) {
-        return NULL;
-    }
-    return slot;
-}
-
+/** The key a user's uint64_t names (a handle of ep->keys), or NULL when it
+ *  names none (never unpacked, released, or out of range). */
 static inline fiatomic_rkey_t *fiatomic_ep_key_lookup(fiatomic_ep_h ep,
                                                       uint64_t key)
 {
-    fiatomic_key_slot_t *slot = fiatomic_ep_slot_lookup(ep, key);
-
-    return (slot != NULL) ? slot->key : NULL;
+    return (fiatomic_rkey_t*)fiatomic_handle_get(&ep->keys, key);
 }
 
 /** Whether the memory of a key is still exposed, where this process can

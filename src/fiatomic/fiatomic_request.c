@@ -7,9 +7,6 @@
 
 #include <stdlib.h>
 
-/* Requests kept for reuse; beyond this they are freed. */
-#define FIATOMIC_REQ_CACHE_MAX 1024
-
 static ucs_status_t fiatomic_req_reserve(fiatomic_req_t *req, size_t count,
                                          size_t copy_bytes)
 {
@@ -39,11 +36,11 @@ static ucs_status_t fiatomic_req_reserve(fiatomic_req_t *req, size_t count,
 static fiatomic_req_t *fiatomic_req_alloc(fiatomic_h fia, fiatomic_ep_h ep,
                                           size_t count, size_t copy_bytes)
 {
+    ucs_list_link_t *link = fiatomic_freelist_get(&fia->free_reqs);
     fiatomic_req_t *req;
 
-    if (!ucs_list_is_empty(&fia->free_reqs)) {
-        req = ucs_list_extract_head(&fia->free_reqs, fiatomic_req_t, list);
-        --fia->num_free_reqs;
+    if (link != NULL) {
+        req = ucs_container_of(link, fiatomic_req_t, list);
     } else {
         req = calloc(1, sizeof(*req));
         if (req == NULL) {
@@ -89,6 +86,11 @@ static void fiatomic_req_release(fiatomic_req_t *req)
     free(req);
 }
 
+static void fiatomic_req_release_link(ucs_list_link_t *link)
+{
+    fiatomic_req_release(ucs_container_of(link, fiatomic_req_t, list));
+}
+
 void fiatomic_req_uncount(fiatomic_req_t *req)
 {
     if (req->flags & FIATOMIC_REQ_F_COUNTED) {
@@ -104,24 +106,14 @@ void fiatomic_req_put(fiatomic_req_t *req)
 
     fiatomic_req_uncount(req); /* never started (refused at layout) */
 
-    if (fia->num_free_reqs >= FIATOMIC_REQ_CACHE_MAX) {
+    if (!fiatomic_freelist_put(&fia->free_reqs, &req->list)) {
         fiatomic_req_release(req);
-        return;
     }
-
-    ucs_list_add_head(&fia->free_reqs, &req->list);
-    ++fia->num_free_reqs;
 }
 
 void fiatomic_req_cache_purge(fiatomic_h fia)
 {
-    fiatomic_req_t *req;
-
-    while (!ucs_list_is_empty(&fia->free_reqs)) {
-        req = ucs_list_extract_head(&fia->free_reqs, fiatomic_req_t, list);
-        fiatomic_req_release(req);
-    }
-    fia->num_free_reqs = 0;
+    fiatomic_freelist_purge(&fia->free_reqs, fiatomic_req_release_link);
 }
 
 void fiatomic_elem_done(fiatomic_elem_t *elem, ucs_status_t status)

@@ -35,15 +35,13 @@ struct fiatomic_am_msg {
     fiatomic_rkey_t *key;
     size_t          first;     /* first element of req */
     size_t          count;
-    uint32_t        slot;
+    uint64_t        id;        /* its handle in fia->msgs */
     bool            sending;   /* the AM send is still in UCP's hands */
     bool            awaiting;  /* the reply has not come */
     size_t          length;
     uint8_t         buffer[sizeof(fiatomic_wire_req_t) +
                            FIATOMIC_WIRE_MAX_PAYLOAD];
 };
-
-#define FIATOMIC_MSG_CACHE_MAX 256
 
 /* A reply later than this makes the endpoint probe its target. */
 #define FIATOMIC_PROBE_DELAY_NS (50ull * 1000 * 1000)
@@ -84,33 +82,15 @@ static bool fiatomic_target_needs_target_progress(const fiatomic_rkey_t *key)
 /* ------------------------------------------------------------------------ */
 /* Message slots and cache                                                   */
 
+/* A message's id (fia->msgs' handle) is what its reply echoes: a late or
+ * forged reply names no message awaiting one and is dropped. */
 static fiatomic_am_msg_t *fiatomic_msg_get(fiatomic_h fia)
 {
-    fiatomic_msg_slot_t *slots;
+    ucs_list_link_t *link = fiatomic_freelist_get(&fia->free_msgs);
     fiatomic_am_msg_t *msg;
-    unsigned index;
 
-    for (index = 0; index < fia->num_msg_slots; ++index) {
-        if (fia->msg_slots[index].msg == NULL) {
-            break;
-        }
-    }
-
-    if (index == fia->num_msg_slots) {
-        slots = realloc(fia->msg_slots,
-                        (fia->num_msg_slots * 2 + 16) * sizeof(*slots));
-        if (slots == NULL) {
-            return NULL;
-        }
-        memset(slots + fia->num_msg_slots, 0,
-               (fia->num_msg_slots + 16) * sizeof(*slots));
-        fia->msg_slots     = slots;
-        fia->num_msg_slots = fia->num_msg_slots * 2 + 16;
-    }
-
-    if (!ucs_list_is_empty(&fia->free_msgs)) {
-        msg = ucs_list_extract_head(&fia->free_msgs, fiatomic_am_msg_t, list);
-        --fia->num_free_msgs;
+    if (link != NULL) {
+        msg = ucs_container_of(link, fiatomic_am_msg_t, list);
     } else {
         msg = malloc(sizeof(*msg));
         if (msg == NULL) {
@@ -118,35 +98,23 @@ static fiatomic_am_msg_t *fiatomic_msg_get(fiatomic_h fia)
         }
     }
 
-    msg->fia                   = fia;
-    msg->slot                  = index;
-    msg->sending               = false;
-    msg->awaiting              = false;
-    fia->msg_slots[index].msg  = msg;
+    if (fiatomic_handle_add(&fia->msgs, msg, &msg->id, NULL) != UCS_OK) {
+        if (!fiatomic_freelist_put(&fia->free_msgs, &msg->list)) {
+            free(msg);
+        }
+        return NULL;
+    }
+    msg->fia      = fia;
+    msg->sending  = false;
+    msg->awaiting = false;
     return msg;
-}
-
-static uint64_t fiatomic_msg_id(const fiatomic_am_msg_t *msg)
-{
-    return ((uint64_t)msg->fia->msg_slots[msg->slot].generation << 32) |
-           (msg->slot + 1);
 }
 
 static fiatomic_am_msg_t *fiatomic_msg_lookup(fiatomic_h fia, uint64_t id)
 {
-    uint64_t index = id & UINT32_MAX;
-    fiatomic_msg_slot_t *slot;
+    fiatomic_am_msg_t *msg = fiatomic_handle_get(&fia->msgs, id);
 
-    if ((index == 0) || (index > fia->num_msg_slots)) {
-        return NULL;
-    }
-
-    slot = &fia->msg_slots[index - 1];
-    if ((slot->msg == NULL) || (slot->generation != (id >> 32)) ||
-        !slot->msg->awaiting) {
-        return NULL;
-    }
-    return slot->msg;
+    return ((msg != NULL) && msg->awaiting) ? msg : NULL;
 }
 
 /* The message is done with both its send and its reply (or the wait was
@@ -155,27 +123,21 @@ static void fiatomic_msg_release(fiatomic_am_msg_t *msg)
 {
     fiatomic_h fia = msg->fia;
 
-    ++fia->msg_slots[msg->slot].generation; /* a late reply is dropped */
-    fia->msg_slots[msg->slot].msg = NULL;
-
-    if (fia->num_free_msgs >= FIATOMIC_MSG_CACHE_MAX) {
+    fiatomic_handle_remove(&fia->msgs, msg->id); /* a late reply is dropped */
+    if (!fiatomic_freelist_put(&fia->free_msgs, &msg->list)) {
         free(msg);
-        return;
     }
-    ucs_list_add_head(&fia->free_msgs, &msg->list);
-    ++fia->num_free_msgs;
+}
+
+static void fiatomic_msg_free_link(ucs_list_link_t *link)
+{
+    free(ucs_container_of(link, fiatomic_am_msg_t, list));
 }
 
 void fiatomic_target_msgs_cleanup(fiatomic_h fia)
 {
-    fiatomic_am_msg_t *msg;
-
-    while (!ucs_list_is_empty(&fia->free_msgs)) {
-        msg = ucs_list_extract_head(&fia->free_msgs, fiatomic_am_msg_t, list);
-        free(msg);
-    }
-    fia->num_free_msgs = 0;
-    free(fia->msg_slots);
+    fiatomic_freelist_purge(&fia->free_msgs, fiatomic_msg_free_link);
+    fiatomic_handle_table_cleanup(&fia->msgs);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -460,7 +422,7 @@ static size_t fiatomic_target_start(fiatomic_req_t *req, size_t first,
     hdr.region   = msg->key->region;
     hdr.token    = msg->key->token;
     hdr.raddr    = elems[0].raddr;
-    hdr.id       = fiatomic_msg_id(msg);
+    hdr.id       = msg->id;
     memcpy(msg->buffer, &hdr, sizeof(hdr));
     p = msg->buffer + sizeof(hdr);
     if (cell->op != FI_ATOMIC_READ) {

@@ -35,7 +35,6 @@
 #include <string.h>
 
 /* Small reply buffers kept for reuse. */
-#define FIATOMIC_REPLY_CACHE_MAX 256
 
 /* Idle peers kept (~100 bytes each with their table slot). */
 #define FIATOMIC_IDLE_PEERS_MAX  1024
@@ -167,13 +166,12 @@ static void fiatomic_peer_put(fiatomic_peer_t *peer)
 static fiatomic_reply_buf_t *fiatomic_reply_buf_get(fiatomic_h fia,
                                                     size_t length)
 {
+    ucs_list_link_t *link;
     fiatomic_reply_buf_t *buf;
 
     if ((length <= FIATOMIC_REPLY_SMALL) &&
-        !ucs_list_is_empty(&fia->free_replies)) {
-        --fia->num_free_replies;
-        return ucs_list_extract_head(&fia->free_replies, fiatomic_reply_buf_t,
-                                     list);
+        ((link = fiatomic_freelist_get(&fia->free_replies)) != NULL)) {
+        return ucs_container_of(link, fiatomic_reply_buf_t, list);
     }
 
     if (length < FIATOMIC_REPLY_SMALL) {
@@ -192,12 +190,14 @@ static void fiatomic_reply_buf_put(fiatomic_reply_buf_t *buf)
     fiatomic_h fia = buf->fia;
 
     if (fia->destroyed || (buf->capacity != FIATOMIC_REPLY_SMALL) ||
-        (fia->num_free_replies >= FIATOMIC_REPLY_CACHE_MAX)) {
+        !fiatomic_freelist_put(&fia->free_replies, &buf->list)) {
         free(buf);
-    } else {
-        ucs_list_add_head(&fia->free_replies, &buf->list);
-        ++fia->num_free_replies;
     }
+}
+
+static void fiatomic_reply_buf_free_link(ucs_list_link_t *link)
+{
+    free(ucs_container_of(link, fiatomic_reply_buf_t, list));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -591,7 +591,6 @@ ucs_status_t fiatomic_target_init(fiatomic_h fia)
 void fiatomic_target_cleanup(fiatomic_h fia)
 {
     khash_t(fiatomic_peers) *peers = fia->peers;
-    fiatomic_reply_buf_t *buf;
     khiter_t iter;
     unsigned i;
 
@@ -613,12 +612,7 @@ void fiatomic_target_cleanup(fiatomic_h fia)
                                          idle_list));
     }
 
-    while (!ucs_list_is_empty(&fia->free_replies)) {
-        buf = ucs_list_extract_head(&fia->free_replies, fiatomic_reply_buf_t,
-                                    list);
-        free(buf);
-    }
-    fia->num_free_replies = 0;
+    fiatomic_freelist_purge(&fia->free_replies, fiatomic_reply_buf_free_link);
     free(fia->regions.slot);
     fia->regions.slot  = NULL;
     fia->regions.count = 0;

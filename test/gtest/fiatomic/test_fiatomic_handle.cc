@@ -1,0 +1,163 @@
+/**
+ * The shared small containers of libfiatomic (fiatomic_handle.h): the
+ * generation-checked handle table that names keys and target-side messages,
+ * and the capped free list of the context's caches, against a plain model.
+ */
+#include <gtest/gtest.h>
+
+extern "C" {
+#include "fiatomic_handle.h"
+}
+
+#include <map>
+#include <random>
+#include <vector>
+
+namespace {
+
+struct handle_table : public ::testing::Test {
+    fiatomic_handle_table_t table;
+    int objs[64];
+
+    void SetUp() override { fiatomic_handle_table_init(&table, 64); }
+    void TearDown() override { fiatomic_handle_table_cleanup(&table); }
+
+    uint64_t add(void *obj) {
+        uint64_t handle = 0;
+        EXPECT_EQ(UCS_OK, fiatomic_handle_add(&table, obj, &handle, NULL));
+        return handle;
+    }
+};
+
+TEST_F(handle_table, zero_and_out_of_range_name_nothing) {
+    uint64_t handle = add(&objs[0]);
+
+    EXPECT_EQ(&objs[0], fiatomic_handle_get(&table, handle));
+    EXPECT_EQ(nullptr, fiatomic_handle_get(&table, 0));
+    EXPECT_EQ(nullptr, fiatomic_handle_get(&table, handle & ~0xffffffffull));
+    EXPECT_EQ(nullptr, fiatomic_handle_get(&table, handle + 1000));
+    EXPECT_EQ(nullptr, fiatomic_handle_get(&table, 0xffffffffull));
+    EXPECT_EQ(nullptr, fiatomic_handle_get(&table, handle ^ (1ull << 32)));
+    EXPECT_EQ(nullptr, fiatomic_handle_remove(&table, 0));
+}
+
+TEST_F(handle_table, removed_handle_is_refused_after_reuse) {
+    uint64_t first = add(&objs[0]), second;
+
+    EXPECT_EQ(&objs[0], fiatomic_handle_remove(&table, first));
+    EXPECT_EQ(nullptr, fiatomic_handle_get(&table, first));
+    EXPECT_EQ(nullptr, fiatomic_handle_remove(&table, first)); /* twice */
+
+    second = add(&objs[1]); /* the same slot, the next generation */
+    EXPECT_EQ(first & 0xffffffffull, second & 0xffffffffull);
+    EXPECT_NE(first, second);
+    EXPECT_EQ(nullptr, fiatomic_handle_get(&table, first));
+    EXPECT_EQ(nullptr, fiatomic_handle_remove(&table, first));
+    EXPECT_EQ(&objs[1], fiatomic_handle_get(&table, second));
+}
+
+TEST_F(handle_table, cap_is_kept) {
+    fiatomic_handle_table_t small;
+    uint64_t handles[3], handle;
+    uint32_t index;
+    int i;
+
+    fiatomic_handle_table_init(&small, 3);
+    for (i = 0; i < 3; ++i) {
+        ASSERT_EQ(UCS_OK, fiatomic_handle_add(&small, &objs[i], &handles[i],
+                                              &index));
+        EXPECT_EQ((uint32_t)i, index);
+        EXPECT_EQ(handles[i], fiatomic_handle_of(&small, index));
+    }
+    EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT,
+              fiatomic_handle_add(&small, &objs[3], &handle, NULL));
+    EXPECT_LE(small.size, 3u);
+
+    EXPECT_EQ(&objs[1], fiatomic_handle_remove(&small, handles[1]));
+    ASSERT_EQ(UCS_OK, fiatomic_handle_add(&small, &objs[3], &handle, &index));
+    EXPECT_EQ(1u, index);
+    EXPECT_EQ(&objs[3], fiatomic_handle_at(&small, 1));
+    EXPECT_EQ(nullptr, fiatomic_handle_at(&small, 3));
+    fiatomic_handle_table_cleanup(&small);
+}
+
+/* Random adds and removes against a map of live handles: every live handle
+ * names its object, every dead one nothing. */
+TEST_F(handle_table, random_against_model) {
+    std::mt19937_64 rng(7);
+    std::map<uint64_t, void*> live;
+    std::vector<uint64_t> dead;
+    uint64_t handle;
+    void *obj;
+    int op;
+
+    for (op = 0; op < 20000; ++op) {
+        if ((live.size() < 64) && (live.empty() || (rng() % 2))) {
+            obj = &objs[rng() % 64];
+            ASSERT_EQ(UCS_OK, fiatomic_handle_add(&table, obj, &handle,
+                                                  NULL));
+            ASSERT_EQ(0u, live.count(handle));
+            live[handle] = obj;
+        } else {
+            auto it = live.begin();
+            std::advance(it, rng() % live.size());
+            ASSERT_EQ(it->second, fiatomic_handle_remove(&table, it->first));
+            dead.push_back(it->first);
+            live.erase(it);
+        }
+    }
+    EXPECT_EQ(live.size(), table.used);
+    for (auto &entry : live) {
+        EXPECT_EQ(entry.second, fiatomic_handle_get(&table, entry.first));
+    }
+    for (uint64_t h : dead) {
+        EXPECT_EQ(nullptr, fiatomic_handle_get(&table, h));
+    }
+}
+
+struct item {
+    ucs_list_link_t list;
+    int             id;
+};
+
+int released;
+
+void release_item(ucs_list_link_t *link)
+{
+    ++released;
+    delete ucs_container_of(link, item, list);
+}
+
+TEST(freelist, keeps_at_most_its_cap_and_reuses_the_latest) {
+    fiatomic_freelist_t list;
+    std::vector<item*> items;
+    ucs_list_link_t *link;
+    int i;
+
+    fiatomic_freelist_init(&list, 4);
+    EXPECT_EQ(nullptr, fiatomic_freelist_get(&list));
+    for (i = 0; i < 6; ++i) {
+        items.push_back(new item{{}, i});
+    }
+    for (i = 0; i < 4; ++i) {
+        EXPECT_TRUE(fiatomic_freelist_put(&list, &items[i]->list));
+    }
+    EXPECT_FALSE(fiatomic_freelist_put(&list, &items[4]->list)); /* full */
+    EXPECT_EQ(4u, list.count);
+
+    link = fiatomic_freelist_get(&list); /* the latest put: cache-warm */
+    ASSERT_NE(nullptr, link);
+    EXPECT_EQ(3, ucs_container_of(link, item, list)->id);
+    EXPECT_EQ(3u, list.count);
+    EXPECT_TRUE(fiatomic_freelist_put(&list, &items[5]->list));
+
+    released = 0;
+    fiatomic_freelist_purge(&list, release_item);
+    EXPECT_EQ(4, released);
+    EXPECT_EQ(0u, list.count);
+    EXPECT_EQ(nullptr, fiatomic_freelist_get(&list));
+    delete items[3];
+    delete items[4];
+}
+
+} // namespace
