@@ -14,6 +14,8 @@ packages=(
     valgrind
     # make check lints the manual pages (man/check-man.sh)
     mandoc groff-base
+    # test-stopped-peer-orphaned-group.sh watches process states (pgrep)
+    procps
     # atomicx transport: verbs headers/providers, and dpkg-dev for apt-get source
     libibverbs-dev ibverbs-providers ibverbs-utils dpkg-dev
 )

@@ -112,6 +112,7 @@ bool peer_process::spawn(const std::vector<std::string> &args,
     std::vector<char*> argv, envp;
     std::set<std::string> keys;
     posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
     std::string path = peer_path();
     int sv[2], child_fd, ret;
     pid_t pid;
@@ -162,8 +163,17 @@ bool peer_process::spawn(const std::vector<std::string> &args,
 
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, child_fd, 3);
-    ret = posix_spawn(&pid, path.c_str(), &fa, NULL, argv.data(),
+    /* A process group of its own: tests stop peers (SIGSTOP), and a group
+     * that job control orphans while a member is stopped gets SIGHUP and
+     * SIGCONT from the kernel: the peer would resume, and UCX (SIGHUP is its
+     * debug signal) would log at its most verbose level in every process
+     * of the test. The peer still ends when the test does (fd 3 closes). */
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attr, 0);
+    ret = posix_spawn(&pid, path.c_str(), &fa, &attr, argv.data(),
                       envp.data());
+    posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&fa);
     close(child_fd);
     if (ret != 0) {
