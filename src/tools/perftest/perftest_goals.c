@@ -436,6 +436,21 @@ static int perf_filter_16_bytes(perf_goals_t *g, const perf_row_t *row)
     return fiatomic_ref_datatype_size(row->cell.datatype) == 16;
 }
 
+/* A sweep of fiatomic calls against the native fetch-add (raw UCP, u64),
+ * one call at a time, each cell at most limit times the fetch-add */
+static void perf_sweep_latency_vs_fadd(perf_goals_t *g, perf_sweep_t *sw,
+                                       double limit)
+{
+    memset(sw, 0, sizeof(*sw));
+    sw->api_a    = PERF_API_FIA;
+    sw->api_b    = PERF_API_UCP;
+    sw->ref_cell = &perf_goal_fadd;
+    sw->window   = 1;
+    sw->iters    = g->iters;
+    sw->at_most  = 1;
+    sw->limit    = limit;
+}
+
 /* A latency goal of the cells that pass filter against the native fetch-add
  * (raw UCP, u64), one call at a time */
 static void perf_goal_latency_vs_fadd(perf_goals_t *g, const char *name,
@@ -448,14 +463,7 @@ static void perf_goal_latency_vs_fadd(perf_goals_t *g, const char *name,
                                  sizeof(cells) / sizeof(cells[0]));
     perf_sweep_t sw;
 
-    memset(&sw, 0, sizeof(sw));
-    sw.api_a    = PERF_API_FIA;
-    sw.api_b    = PERF_API_UCP;
-    sw.ref_cell = &perf_goal_fadd;
-    sw.window   = 1;
-    sw.iters    = g->iters;
-    sw.at_most  = 1;
-    sw.limit    = limit;
+    perf_sweep_latency_vs_fadd(g, &sw, limit);
     perf_goal_sweep(g, name, what, &sw, cells, n);
 }
 
@@ -547,14 +555,7 @@ static void perf_goal_tcp(perf_goals_t *g)
            "in flight %.3f us per call\n", g->tl, perf_median(ref, 3),
            PERF_GOAL_WINDOW, perf_median(rate_ref, 3));
 
-    memset(&sw, 0, sizeof(sw));
-    sw.api_a     = PERF_API_FIA;
-    sw.api_b     = PERF_API_UCP;
-    sw.ref_cell  = &perf_goal_fadd;
-    sw.window    = 1;
-    sw.iters     = g->iters;
-    sw.at_most   = 1;
-    sw.limit     = 1.3;
+    perf_sweep_latency_vs_fadd(g, &sw, 1.3);
     perf_goal_sweep(g, "emulated-latency-vs-fadd",
                     "emulated cells: latency / native fetch-add", &sw,
                     cells, n);
