@@ -654,7 +654,7 @@ static void perf_goal_memory(perf_goals_t *g, size_t calls,
     per_call = (double)((m1 - m0) + (sm1 - sm0)) / (double)calls;
     snprintf(what, sizeof(what), "allocations per call: %.0e of %s, W %u",
              (double)calls, perf_cell_str(cell, name, sizeof(name)), window);
-    snprintf(detail, sizeof(detail), "RSS +%lld KiB here, +%lld KiB target; "
+    snprintf(detail, sizeof(detail), "RSS %+lld KiB here, %+lld KiB target; "
              "%s", ((long long)rss1 - (long long)rss0) / 1024,
              ((long long)srss1 - (long long)srss0) / 1024,
              counted ? "" : "mallocs not counted in this build");
