@@ -8,6 +8,9 @@
 
 #include "fiatomic_types.h"
 
+#include <float.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 /*
@@ -99,5 +102,81 @@
         r = FIATOMIC_EXPR_##_op##_##_tcls(a, b, c, _T, _U); \
         memcpy((_value), &r, sizeof(r)); \
     } while (0)
+
+/*
+ * long double on x86 is x87 extended precision: 10 value bytes (a 64-bit
+ * significand with its integer bit, then sign and 15-bit exponent) in 16
+ * bytes of storage. The CPU executors of the logical ops (LOR, LAND, LXOR)
+ * on long double (complex) read an operand's truth (!= 0) from its bits and
+ * write the result (1.0 or +0.0) as bits, with no x87 load, compare or store
+ * on the way (each an 80-bit memory access the CPU microcodes, and a
+ * store-forwarding stall when its bytes were just written in pieces):
+ *  - the value is zero exactly when the significand and the exponent are
+ *    all zero bits (either sign);
+ *  - every other pattern is true as C sees it: a non-zero number (pseudo-
+ *    denormals included), an infinity, a NaN, or an encoding the FPU
+ *    refuses as an operand (unnormal, pseudo-NaN, pseudo-infinity), which
+ *    compares unordered with 0, so "!= 0" holds for it too.
+ * Bit-exact with the C expressions of FIATOMIC_EXPR_l*_FLOAT/_COMPLEX (the
+ * reference model's too) for every bit pattern.
+ */
+#define FIATOMIC_X87_VALUE_BYTES 10
+#if defined(__x86_64__) && (LDBL_MANT_DIG == 64) && \
+    (__SIZEOF_LONG_DOUBLE__ == 16)
+#define FIATOMIC_X87_BITS 1
+#else
+#define FIATOMIC_X87_BITS 0
+#endif
+#define FIATOMIC_X87_ONE_SIGNIFICAND 0x8000000000000000ull /* 1.0 */
+#define FIATOMIC_X87_ONE_SIGN_EXP    0x3fff
+
+/** Truth of an x87 value from its significand and sign/exponent bits. */
+static inline bool fiatomic_x87_truth(uint64_t significand, uint16_t sign_exp)
+{
+    return (significand != 0) || ((sign_exp & 0x7fff) != 0);
+}
+
+/** Truth of the x87 value stored at p (any alignment). */
+static inline bool fiatomic_x87_truth_at(const void *p)
+{
+    uint64_t significand;
+    uint16_t sign_exp;
+
+    memcpy(&significand, p, sizeof(significand));
+    memcpy(&sign_exp, (const uint8_t*)p + sizeof(significand),
+           sizeof(sign_exp));
+    return fiatomic_x87_truth(significand, sign_exp);
+}
+
+/** Write 1.0 (true) or +0.0 (false) as the value bytes at p; the padding
+ *  after them is not touched. */
+static inline void fiatomic_x87_store_truth(void *p, bool truth)
+{
+    uint64_t significand = truth ? FIATOMIC_X87_ONE_SIGNIFICAND : 0;
+    uint16_t sign_exp    = truth ? FIATOMIC_X87_ONE_SIGN_EXP : 0;
+
+    memcpy(p, &significand, sizeof(significand));
+    memcpy((uint8_t*)p + sizeof(significand), &sign_exp, sizeof(sign_exp));
+}
+
+/** Whether op is one of the logical ops (their result depends only on the
+ *  truth of the operands). */
+static inline bool fiatomic_op_is_logical(int op)
+{
+    return (op == FI_LOR) || (op == FI_LAND) || (op == FI_LXOR);
+}
+
+/** A logical op on two truths (FIATOMIC_EXPR_lor/land/lxor). */
+static inline bool fiatomic_logical(int op, bool a, bool b)
+{
+    switch (op) {
+    case FI_LOR:
+        return a || b;
+    case FI_LAND:
+        return a && b;
+    default: /* FI_LXOR */
+        return a != b;
+    }
+}
 
 #endif

@@ -13,10 +13,9 @@
  */
 #include "fiatomic_cpu.h"
 
-#include <string.h>
+#include "fiatomic_combine_expr.h"
 
-/* Bytes of an x87 extended value inside its 16-byte storage. */
-#define FIATOMIC_X87_VALUE_BYTES 10
+#include <string.h>
 
 void fiatomic_clear_padding(int datatype, void *value)
 {

@@ -21,7 +21,10 @@
  *
  * long double is 10 value bytes in 16 of storage: the padding bytes are
  * carried over from the old value unchanged, so a CAS never depends on them
- * and nothing new is written there.
+ * and nothing new is written there. Its logical ops (LOR, LAND, LXOR) are
+ * computed on the bits in integer registers (fiatomic_combine_expr.h): no
+ * x87 load or store, whose 10-byte accesses to the bytes the loop has just
+ * written in 8-byte pieces stall the CPU's store forwarding.
  */
 #include "fiatomic_cpu.h"
 
@@ -30,9 +33,6 @@
 #include <string.h>
 
 typedef unsigned __int128 fiatomic_cpu_u128_t;
-
-/* Bytes of an x87 extended value inside its 16-byte storage. */
-#define FIATOMIC_X87_VALUE_BYTES 10
 
 static UCS_F_ALWAYS_INLINE void
 fiatomic_cpu_keep_x87_padding16(uint8_t *value, const uint8_t *old)
@@ -110,9 +110,33 @@ fiatomic_cpu_keep_x87_padding16(uint8_t *value, const uint8_t *old)
         memcpy((_old), &expected, sizeof(expected)); \
     } while (0)
 
+/* The value bytes of an x87 long double in its 16-byte storage, as an
+ * integer (little endian: the low 80 bits). */
+#define FIATOMIC_CPU_X87_MASK \
+    ((((fiatomic_cpu_u128_t)1) << (8 * FIATOMIC_X87_VALUE_BYTES)) - 1)
+
+/* LOR/LAND/LXOR on a long double: the new value from the bits of the old
+ * one and of the operand, its padding carried over (no x87 instruction:
+ * fiatomic_combine_expr.h). */
+static UCS_F_ALWAYS_INLINE fiatomic_cpu_u128_t
+fiatomic_cpu_x87_logical16(int op, fiatomic_cpu_u128_t expected,
+                           const void *operand)
+{
+    bool truth = fiatomic_logical(op,
+                                  fiatomic_x87_truth((uint64_t)expected,
+                                                     (uint16_t)(expected >>
+                                                                64)),
+                                  fiatomic_x87_truth_at(operand));
+    fiatomic_cpu_u128_t one = ((fiatomic_cpu_u128_t)FIATOMIC_X87_ONE_SIGN_EXP
+                               << 64) | FIATOMIC_X87_ONE_SIGNIFICAND;
+
+    return (expected & ~FIATOMIC_CPU_X87_MASK) | (truth ? one : 0);
+}
+
 static UCS_F_ALWAYS_INLINE void
-fiatomic_cpu_loop16(int datatype, fiatomic_combine_fn_t combine, void *ptr,
-                    const void *operand, const void *compare, void *old)
+fiatomic_cpu_loop16(int op, int datatype, fiatomic_combine_fn_t combine,
+                    void *ptr, const void *operand, const void *compare,
+                    void *old)
 {
     fiatomic_cpu_u128_t *p = ptr;
     uint64_t *half         = ptr;
@@ -124,11 +148,16 @@ fiatomic_cpu_loop16(int datatype, fiatomic_combine_fn_t combine, void *ptr,
     guess[1] = __atomic_load_n(&half[1], __ATOMIC_RELAXED);
     memcpy(&expected, guess, sizeof(expected));
     for (;;) {
-        desired = expected;
-        combine(&desired, operand, compare);
-        if (datatype == FI_LONG_DOUBLE) {
-            fiatomic_cpu_keep_x87_padding16((uint8_t*)&desired,
-                                            (const uint8_t*)&expected);
+        if (FIATOMIC_X87_BITS && (datatype == FI_LONG_DOUBLE) &&
+            fiatomic_op_is_logical(op)) {
+            desired = fiatomic_cpu_x87_logical16(op, expected, operand);
+        } else {
+            desired = expected;
+            combine(&desired, operand, compare);
+            if (datatype == FI_LONG_DOUBLE) {
+                fiatomic_cpu_keep_x87_padding16((uint8_t*)&desired,
+                                                (const uint8_t*)&expected);
+            }
         }
         /* unchanged: done, linearized at the CAS that read it */
         if (exact && (desired == expected)) {
@@ -178,7 +207,8 @@ fiatomic_cpu_exec(int op, size_t size, int tcls, int datatype,
         }
         break;
     case 16:
-        fiatomic_cpu_loop16(datatype, combine, ptr, operand, compare, old);
+        fiatomic_cpu_loop16(op, datatype, combine, ptr, operand, compare,
+                            old);
         break;
     default:
         break; /* not generated for other sizes */

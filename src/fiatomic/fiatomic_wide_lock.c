@@ -45,6 +45,8 @@
  */
 #include "fiatomic_cpu.h"
 
+#include "fiatomic_combine_expr.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <sched.h>
@@ -228,8 +230,118 @@ static UCS_F_ALWAYS_INLINE unsigned fiatomic_wide_index(uint64_t block)
                       (64 - FIATOMIC_WIDE_LOCKS_SHIFT));
 }
 
-/* Bytes of an x87 extended value inside its 16-byte storage. */
-#define FIATOMIC_WIDE_X87_BYTES 10
+/*
+ * One executor per op of long double complex (the only 32-byte datatype),
+ * run under the element's lock: the op is a constant in each, so the
+ * arithmetic is inlined and only the bytes that change are written.
+ *  - The element is two x87 values, 10 value bytes each in 16 of storage:
+ *    only value bytes are written, the padding never (as in the 16-byte
+ *    CAS loops, which carry it over).
+ *  - LOR/LAND/LXOR: truths and result from the bits, no x87 instruction
+ *    (fiatomic_combine_expr.h).
+ *  - READ writes nothing; CSWAP/CSWAP_NE write only when they swap.
+ *  - The operands are read before the old value is written: the caller's
+ *    old buffer may be its operand.
+ * The same expressions as fiatomic_combine.c's functions (and the reference
+ * model's): complex truth is "either part != 0", equality is by value of
+ * both parts.
+ */
+typedef void (*fiatomic_wide_fn_t)(void *ptr, const void *operand,
+                                   const void *compare, void *old);
+
+#define FIATOMIC_WIDE_PART (sizeof(long double complex) / 2)
+/* The bytes of a part that hold its value (x87: 10 of 16). */
+#define FIATOMIC_WIDE_VALUE_BYTES \
+    (FIATOMIC_X87_BITS ? FIATOMIC_X87_VALUE_BYTES : FIATOMIC_WIDE_PART)
+
+static UCS_F_ALWAYS_INLINE bool fiatomic_wide_truth(const void *p)
+{
+#if FIATOMIC_X87_BITS
+    return fiatomic_x87_truth_at(p) ||
+           fiatomic_x87_truth_at((const uint8_t*)p + FIATOMIC_WIDE_PART);
+#else
+    long double complex z;
+
+    memcpy(&z, p, sizeof(z));
+    return (__real__ z != 0) || (__imag__ z != 0);
+#endif
+}
+
+static UCS_F_ALWAYS_INLINE void
+fiatomic_wide_exec(int op, void *ptr, const void *operand,
+                   const void *compare, void *old)
+{
+    long double complex a, b, c, r;
+    long double re, im;
+    uint8_t result[sizeof(r)]; /* value bytes of each part to store */
+    bool store = true;
+
+    switch (op) {
+    case FI_ATOMIC_READ:
+        store = false;
+        break;
+    case FI_ATOMIC_WRITE:
+        memcpy(result, operand, sizeof(result));
+        break;
+    case FI_LOR:
+    case FI_LAND:
+    case FI_LXOR:
+#if FIATOMIC_X87_BITS
+        fiatomic_x87_store_truth(result,
+                                 fiatomic_logical(op, fiatomic_wide_truth(ptr),
+                                                  fiatomic_wide_truth(operand)));
+        fiatomic_x87_store_truth(result + FIATOMIC_WIDE_PART, false);
+#else
+        r = fiatomic_logical(op, fiatomic_wide_truth(ptr),
+                             fiatomic_wide_truth(operand));
+        memcpy(result, &r, sizeof(r));
+#endif
+        break;
+    case FI_CSWAP:
+    case FI_CSWAP_NE:
+        memcpy(&a, ptr, sizeof(a));
+        memcpy(&c, compare, sizeof(c));
+        store = (op == FI_CSWAP) ? (c == a) : (c != a);
+        if (store) {
+            memcpy(result, operand, sizeof(result));
+        }
+        break;
+    default: /* FI_SUM, FI_PROD: each part stored from its x87 register */
+        memcpy(&a, ptr, sizeof(a));
+        memcpy(&b, operand, sizeof(b));
+        r = (op == FI_SUM) ? FIATOMIC_EXPR_sum_COMPLEX(a, b, c, , ) :
+                             FIATOMIC_EXPR_prod_COMPLEX(a, b, c, , );
+        re = __real__ r;
+        im = __imag__ r;
+        memcpy(old, ptr, sizeof(r));
+        memcpy(ptr, &re, FIATOMIC_WIDE_VALUE_BYTES);
+        memcpy((uint8_t*)ptr + FIATOMIC_WIDE_PART, &im,
+               FIATOMIC_WIDE_VALUE_BYTES);
+        return;
+    }
+
+    memcpy(old, ptr, sizeof(r));
+    if (store) {
+        memcpy(ptr, result, FIATOMIC_WIDE_VALUE_BYTES);
+        memcpy((uint8_t*)ptr + FIATOMIC_WIDE_PART, result + FIATOMIC_WIDE_PART,
+               FIATOMIC_WIDE_VALUE_BYTES);
+    }
+}
+
+#define FIATOMIC_WIDE_CELL_FN(_op_enum, _op, _ocls, _fam) \
+    FIATOMIC_IF_##_ocls##_COMPLEX( \
+        static void fiatomic_wide_##_op(void *ptr, const void *operand, \
+                                        const void *compare, void *old) \
+        { \
+            fiatomic_wide_exec(_op_enum, ptr, operand, compare, old); \
+        })
+FIATOMIC_FOREACH_OP(FIATOMIC_WIDE_CELL_FN)
+
+#define FIATOMIC_WIDE_CELL_ENTRY(_op_enum, _op, _ocls, _fam) \
+    FIATOMIC_IF_##_ocls##_COMPLEX([_op_enum] = fiatomic_wide_##_op,)
+static const fiatomic_wide_fn_t fiatomic_wide_fns[FIATOMIC_OP_COUNT] = {
+    FIATOMIC_FOREACH_OP(FIATOMIC_WIDE_CELL_ENTRY)
+};
 
 ucs_status_t fiatomic_wide_apply(uint64_t *own_locks, uint64_t timeout_ns,
                                  const fiatomic_cell_t *cell,
@@ -238,15 +350,17 @@ ucs_status_t fiatomic_wide_apply(uint64_t *own_locks, uint64_t timeout_ns,
                                  const void *operand, const void *compare,
                                  void *old)
 {
-    uint64_t *words = (table != NULL) ? table->word : own_locks;
-    uint64_t key    = (table != NULL) ? offset : (uintptr_t)ptr;
-    unsigned first  = fiatomic_wide_index(key >> 5);
-    unsigned second = fiatomic_wide_index((key + 31) >> 5);
-    uint64_t me     = fiatomic_wide_owner();
-    uint8_t value[32];
+    fiatomic_wide_fn_t exec = fiatomic_wide_fns[cell->op];
+    uint64_t *words         = (table != NULL) ? table->word : own_locks;
+    uint64_t key            = (table != NULL) ? offset : (uintptr_t)ptr;
+    unsigned first          = fiatomic_wide_index(key >> 5);
+    unsigned second         = fiatomic_wide_index((key + 31) >> 5);
+    uint64_t me             = fiatomic_wide_owner();
     ucs_status_t status;
     unsigned tmp;
 
+    fiatomic_assertv(cell->datatype == FI_LONG_DOUBLE_COMPLEX,
+                     "32-byte datatype %d", cell->datatype);
     if (first > second) {
         tmp    = first;
         first  = second;
@@ -264,21 +378,7 @@ ucs_status_t fiatomic_wide_apply(uint64_t *own_locks, uint64_t timeout_ns,
         }
     }
 
-    memcpy(old, ptr, sizeof(value));
-    memcpy(value, ptr, sizeof(value));
-    cell->combine(value, operand, compare);
-    if (cell->datatype == FI_LONG_DOUBLE_COMPLEX) {
-        /* two x87 values: their padding is carried over, never written */
-        memcpy(value + FIATOMIC_WIDE_X87_BYTES,
-               (const uint8_t*)old + FIATOMIC_WIDE_X87_BYTES,
-               16 - FIATOMIC_WIDE_X87_BYTES);
-        memcpy(value + 16 + FIATOMIC_WIDE_X87_BYTES,
-               (const uint8_t*)old + 16 + FIATOMIC_WIDE_X87_BYTES,
-               16 - FIATOMIC_WIDE_X87_BYTES);
-    }
-    if (cell->op != FI_ATOMIC_READ) {
-        memcpy(ptr, value, sizeof(value));
-    }
+    exec(ptr, operand, compare, old);
 
     if (ucs_unlikely(second != first)) {
         fiatomic_wide_unlock(&words[second]);

@@ -86,6 +86,33 @@ size_t ld_value_bytes()
            10 : sizeof(long double);
 }
 
+/* x87 extended encodings a C expression never produces but memory may hold:
+ * the logical ops read truth from bits (fiatomic_combine_expr.h), which must
+ * agree with the FPU's "!= 0" on them (significand, then sign/exponent). */
+struct x87_encoding {
+    uint64_t significand;
+    uint16_t sign_exp;
+};
+
+const x87_encoding x87_odd_encodings[] = {
+    {0x8000000000000001ull, 0x0000}, /* pseudo-denormal: non-zero */
+    {0x0000000000000000ull, 0x1234}, /* pseudo-zero (unnormal): refused */
+    {0x4000000000000000ull, 0x3fff}, /* unnormal: refused */
+    {0x0000000000000000ull, 0xffff}, /* pseudo-infinity: refused */
+    {0x4000000000000001ull, 0x7fff}, /* pseudo-NaN: refused */
+    {0x8000000000000001ull, 0x7fff}, /* signaling NaN */
+    {0x0000000000000000ull, 0x8000}  /* -0.0: false */
+};
+
+value_t x87_value(const x87_encoding &e, size_t size)
+{
+    value_t v(size, 0);
+
+    memcpy(v.data(), &e.significand, sizeof(e.significand));
+    memcpy(v.data() + sizeof(e.significand), &e.sign_exp, sizeof(e.sign_exp));
+    return v;
+}
+
 std::vector<value_t> float_values(int datatype)
 {
     std::vector<value_t> v;
@@ -110,6 +137,11 @@ std::vector<value_t> float_values(int datatype)
                                                     LDBL_TRUE_MIN,
                                                     18446744073709551616.0L)) {
             v.push_back(real_bytes(x, ld_value_bytes()));
+        }
+        if (ld_value_bytes() == 10) {
+            for (const auto &e : x87_odd_encodings) {
+                v.push_back(x87_value(e, sizeof(long double)));
+            }
         }
         break;
     }
@@ -137,6 +169,26 @@ std::vector<value_t> complex_values(T max, T denorm, size_t value_bytes)
     return v;
 }
 
+std::vector<value_t> complex_values_ld()
+{
+    std::vector<value_t> v = complex_values<long double>(LDBL_MAX,
+                                                         LDBL_TRUE_MIN,
+                                                         ld_value_bytes());
+    value_t x;
+
+    if (ld_value_bytes() == 10) { /* each odd encoding as one part */
+        for (size_t i = 0; i < sizeof(x87_odd_encodings) /
+                               sizeof(x87_odd_encodings[0]); ++i) {
+            x = value_t(2 * sizeof(long double), 0);
+            memcpy(x.data() + (i % 2) * sizeof(long double),
+                   x87_value(x87_odd_encodings[i], sizeof(long double)).data(),
+                   sizeof(long double));
+            v.push_back(x);
+        }
+    }
+    return v;
+}
+
 } // namespace
 
 std::vector<value_t> edge_values(int datatype)
@@ -153,8 +205,7 @@ std::vector<value_t> edge_values(int datatype)
             return complex_values<double>(DBL_MAX, DBL_TRUE_MIN,
                                           sizeof(double));
         }
-        return complex_values<long double>(LDBL_MAX, LDBL_TRUE_MIN,
-                                           ld_value_bytes());
+        return complex_values_ld();
     default:
         return {};
     }
