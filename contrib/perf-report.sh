@@ -213,22 +213,25 @@ operation plus fiatomic's request bookkeeping, which is why the automatic
 choice on shared memory is direct.
 
 16-byte elements (int128, long double, double complex) are one lock
-cmpxchg16b when no other writer intervenes; long double adds x87 loads,
-arithmetic and stores, which is where the cells above 1.5x come from. The
-15 long double complex cells (32 bytes: no CPU instruction updates them
-atomically) run direct under a lock table inside the mapping that the
-target's own executor takes too: one acquire compare-and-swap and one
-release store around the x87 arithmetic. A single such element takes the
-plain calls' fast path (every check, no request): about 345 instructions
-per fetch PROD (callgrind, posix; ~550 before it did), of which the
-locked update is ~120 (the lock's compare-and-swap and release, the old
-value and the new one copied, the cell's combine function through a
-pointer: ~40 for the complex x87 product) and the checks and the call
-~170. The cells nearest the limit are the logical ones (LOR, LAND, LXOR
-of long double complex: four x87 compares with NaN handling each). What
-would close the rest: a per-cell 32-byte executor with the arithmetic
-inlined (as the 1..16-byte cells have), copying only the 20 value bytes
-of the two x87 numbers.
+cmpxchg16b when no other writer intervenes; long double's arithmetic adds
+x87 loads and stores (microcoded 80-bit accesses, each a store-forwarding
+stall on bytes the loop has just written in 8-byte pieces), so its SUM,
+PROD, MIN/MAX and CSWAP cells are the slowest 16-byte ones; its logical
+ops work on the bits and need none. The 15 long double complex cells (32
+bytes: no CPU instruction updates them atomically) run direct under a lock
+table inside the mapping that the target's own executor takes too: one
+acquire compare-and-swap and one release store around an executor per op
+with its arithmetic inlined, writing only the 20 value bytes of the two
+x87 numbers (nothing for READ or a compare that does not swap). A single
+such element takes the plain calls' fast path (every check, no request):
+about 290 instructions per fetch LOR in the library (callgrind, posix;
+~330 with a generic combine through a pointer, ~550 before the fast
+path), of which the locked update is ~90 and the checks and the call
+~170. The slowest are SUM and PROD (x87 arithmetic; PROD calls libgcc's
+complex multiply for its NaN and infinity rules). What is left between
+them and the fetch-add is the lock's second atomic and that arithmetic;
+where a ratio here is near its limit, a burst of load on the shared
+machine during one of the interleaved repeats decides it.
 EOF
 echo
 fi
