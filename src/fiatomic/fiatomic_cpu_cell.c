@@ -133,6 +133,38 @@ fiatomic_cpu_x87_logical16(int op, fiatomic_cpu_u128_t expected,
     return (expected & ~FIATOMIC_CPU_X87_MASK) | (truth ? one : 0);
 }
 
+#if FIATOMIC_X87_BITS
+typedef uint64_t fiatomic_cpu_v2u64_t __attribute__((vector_size(16)));
+
+/* SUM and PROD on a long double: the x87 arithmetic of the cell's combine
+ * on the value, its padding carried over. The value goes to memory with one
+ * 16-byte store (an x87 load of bytes just written in two 8-byte pieces
+ * waits for them to reach the cache: no store forwarding), and the result's
+ * value bytes come back as integers instead of a 16-byte copy wider than
+ * the x87 store. (MIN, MAX and the CSWAPs select an input, which the
+ * compiler copies without x87 stores: they keep the plain path.) */
+static UCS_F_ALWAYS_INLINE fiatomic_cpu_u128_t
+fiatomic_cpu_x87_combine16(fiatomic_combine_fn_t combine,
+                           fiatomic_cpu_u128_t expected, const void *operand,
+                           const void *compare)
+{
+    fiatomic_cpu_v2u64_t halves = {(uint64_t)expected,
+                                   (uint64_t)(expected >> 64)};
+    union {
+        long double ld;
+        struct {
+            uint64_t significand;
+            uint16_t sign_exp;
+        } bits;
+    } value;
+
+    memcpy(&value.ld, &halves, sizeof(value.ld));
+    combine(&value.ld, operand, compare);
+    return (expected & ~FIATOMIC_CPU_X87_MASK) | value.bits.significand |
+           ((fiatomic_cpu_u128_t)value.bits.sign_exp << 64);
+}
+#endif
+
 static UCS_F_ALWAYS_INLINE void
 fiatomic_cpu_loop16(int op, int datatype, fiatomic_combine_fn_t combine,
                     void *ptr, const void *operand, const void *compare,
@@ -148,10 +180,16 @@ fiatomic_cpu_loop16(int op, int datatype, fiatomic_combine_fn_t combine,
     guess[1] = __atomic_load_n(&half[1], __ATOMIC_RELAXED);
     memcpy(&expected, guess, sizeof(expected));
     for (;;) {
-        if (FIATOMIC_X87_BITS && (datatype == FI_LONG_DOUBLE) &&
-            fiatomic_op_is_logical(op)) {
+#if FIATOMIC_X87_BITS
+        if ((datatype == FI_LONG_DOUBLE) && fiatomic_op_is_logical(op)) {
             desired = fiatomic_cpu_x87_logical16(op, expected, operand);
-        } else {
+        } else if ((datatype == FI_LONG_DOUBLE) &&
+                   ((op == FI_SUM) || (op == FI_PROD))) {
+            desired = fiatomic_cpu_x87_combine16(combine, expected, operand,
+                                                 compare);
+        } else
+#endif
+        {
             desired = expected;
             combine(&desired, operand, compare);
             if (datatype == FI_LONG_DOUBLE) {
