@@ -92,9 +92,12 @@ struct fiatomic_cell {
     uint16_t              index;    /* in fiatomic_cells, flattened */
 };
 
+/* Hidden: the post path reaches it relative to its own code, not through
+ * the GOT (the library is built with -fvisibility=hidden, but that does not
+ * cover a declaration). */
 extern const fiatomic_cell_t
 fiatomic_cells[FIATOMIC_FAMILY_LAST][FIATOMIC_OP_COUNT]
-              [FIATOMIC_DATATYPE_COUNT];
+              [FIATOMIC_DATATYPE_COUNT] __attribute__((visibility("hidden")));
 
 /** The cell, or NULL when (family, op, datatype) is not one (out-of-range
  *  values included). */

@@ -581,54 +581,49 @@ fiatomic_post_one(fiatomic_ep_h ep, fiatomic_family_t family, int op,
                                    FI_INJECT_COMPLETE | \
                                    FI_DELIVERY_COMPLETE)
 
-/* The fast path's 32-byte element: under its lock (fiatomic_wide_lock.c),
- * out of the fast path's line. The old value goes through a buffer of its
- * own: the caller's result may be its operand. */
-static UCS_F_NOINLINE ucs_status_ptr_t
-fiatomic_post_one_wide(fiatomic_ep_h ep, const fiatomic_cell_t *cell,
-                       fiatomic_rkey_t *key, uint64_t offset,
-                       const void *operand, const void *compare, void *result)
-{
-    uint8_t old[FIATOMIC_MAX_ELEM_SIZE];
-    ucs_status_t status;
-
-    status = fiatomic_wide_apply(ep->fia->wide_locks, ep->fia->op_timeout_ns,
-                                 cell, key->wide_locks, offset,
-                                 key->local_base + offset, operand, compare,
-                                 old);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return UCS_STATUS_PTR(status);
-    }
-    if (result != NULL) {
-        memcpy(result, old, 32); /* a constant size: a few moves */
-    }
-    fiatomic_cntr_count(ep, UCS_OK);
-    return NULL;
-}
+/* What fiatomic_one_direct() returns for a call it did not execute, besides
+ * an error status. Internal: never returned to the user. */
+#define FIATOMIC_ONE_GENERAL ((ucs_status_ptr_t)(uintptr_t)1) /* the general
+                                                                 path's */
+#define FIATOMIC_ONE_SLOW    ((ucs_status_ptr_t)(uintptr_t)2) /* the slow
+                                                                 instance's */
 
 /*
- * The plain calls (fi_atomic, fi_fetch_atomic, fi_compare_atomic forms):
- * first the fast path, one element of a cell with a CPU executor (or of 32
- * bytes, under its lock), on a key
- * whose strategy for the cell is direct, on a single-threaded context with
- * nothing deferred. It makes every check of fiatomic_call_check() and
+ * The plain calls' single-element direct path (fi_atomic, fi_fetch_atomic,
+ * fi_compare_atomic forms): one element of `cell` (a cell of the matrix) on
+ * a key whose strategy for the cell is direct, on a single-threaded context
+ * with nothing deferred. It makes every check of fiatomic_call_check() and
  * fiatomic_post_plain_locked() for such a call (nothing else reaches
  * memory), on the call's own arguments without building a fiatomic_call_t,
  * then executes the element in place, its old value straight into the
- * caller's result. Any other call goes, unchanged, to fiatomic_post_one()
- * (a tail call: the fast path keeps no stack frame for it), which checks it
- * again and reports what is wrong, or runs it another way.
+ * caller's result: NULL. Any other call: FIATOMIC_ONE_GENERAL, and the
+ * caller hands it, unchanged, to fiatomic_post_one(), which checks it again
+ * and reports what is wrong, or runs it another way.
+ *
+ * Two instances per form. The fast one (`slow` false, inline in the public
+ * call) takes the cells with a CPU executor (1 to 16 bytes) and calls
+ * nothing but that executor, so that the arguments stay where they came
+ * and its fallbacks are tail calls with the public call's own arguments.
+ * What needs a call on the way goes to the slow instance (out of line,
+ * every check): a 32-byte cell (its public call sends it there before
+ * anything else), executed under its lock, and a key of memory that this
+ * very context exposed (FIATOMIC_ONE_SLOW), whose liveness is in the
+ * context's region table. A strategy not yet known for the key, or request
+ * tracing on: the general path, which decides and traces.
  */
 static UCS_F_ALWAYS_INLINE ucs_status_ptr_t
-fiatomic_post_one_fast(fiatomic_ep_h ep, fiatomic_family_t family, int op,
-                       int datatype, const void *buf, size_t count,
-                       const void *compare, void *result, uint64_t addr,
-                       uint64_t key_id, const fiatomic_request_param_t *param)
+fiatomic_one_direct(fiatomic_ep_h ep, const fiatomic_cell_t *cell,
+                    fiatomic_family_t family, int op, const void *buf,
+                    size_t count, const void *compare, void *result,
+                    uint64_t addr, uint64_t key_id,
+                    const fiatomic_request_param_t *param, bool slow)
 {
     uint64_t scratch[2]; /* the old value of a base-family call */
-    const fiatomic_cell_t *cell;
+    uint8_t old[FIATOMIC_MAX_ELEM_SIZE];
+    uintptr_t misaligned = cell->align - 1;
+    const void *operand, *cmp;
     fiatomic_rkey_t *key;
-    uintptr_t misaligned;
+    ucs_status_t status;
     uint64_t offset;
 
     if (ucs_unlikely((ep == NULL) || ep->fia->mt || ep->destroyed ||
@@ -636,17 +631,19 @@ fiatomic_post_one_fast(fiatomic_ep_h ep, fiatomic_family_t family, int op,
                      (fiatomic_param_flags(param) &
                       ~FIATOMIC_ONE_DIRECT_FLAGS) ||
                      !ucs_list_is_empty(&ep->deferred))) {
-        goto general;
+        return FIATOMIC_ONE_GENERAL;
     }
 
-    cell = fiatomic_cell_get(family, op, datatype);
-    if (ucs_unlikely((cell == NULL) ||
-                     ((cell->cpu == NULL) && (cell->size != 32)))) {
-        goto general;
+    /* the key: known; the region table of this context's own memory is out
+     * of the fast instance's reach */
+    key = fiatomic_ep_key_lookup(ep, key_id);
+    if (ucs_unlikely(key == NULL)) {
+        return FIATOMIC_ONE_GENERAL;
+    } else if (!slow && ucs_unlikely(key->same_context)) {
+        return FIATOMIC_ONE_SLOW;
     }
 
     /* operands and result: present and naturally aligned */
-    misaligned = cell->align - 1;
     if (ucs_unlikely(((op != FI_ATOMIC_READ) &&
                       ((buf == NULL) || ((uintptr_t)buf & misaligned))) ||
                      ((family == FIATOMIC_FAMILY_COMPARE) &&
@@ -655,50 +652,123 @@ fiatomic_post_one_fast(fiatomic_ep_h ep, fiatomic_family_t family, int op,
                      ((family != FIATOMIC_FAMILY_BASE) &&
                       ((result == NULL) ||
                        ((uintptr_t)result & misaligned))))) {
-        goto general;
+        return FIATOMIC_ONE_GENERAL;
     }
 
-    /* the element: a known key, aligned, inside the exposed range (a
-     * context's max_count is 1 at least) */
-    key = fiatomic_ep_key_lookup(ep, key_id);
-    if (ucs_unlikely((key == NULL) || (addr & misaligned) ||
-                     (addr < key->address))) {
-        goto general;
+    /* the element: aligned, inside the exposed range (a context's
+     * max_count is 1 at least) */
+    if (ucs_unlikely((addr & misaligned) || (addr < key->address))) {
+        return FIATOMIC_ONE_GENERAL;
     }
     offset = addr - key->address;
     if (ucs_unlikely((offset > key->length) ||
                      (key->length - offset < cell->size))) {
-        goto general;
+        return FIATOMIC_ONE_GENERAL;
     }
 
-    /* direct, nothing earlier to wait for, the memory still exposed */
-    if (ucs_unlikely((fiatomic_select_cached(ep, key, cell) !=
+    /* direct (already known for the key), nothing earlier to wait for, no
+     * request tracing, the memory still exposed */
+    if (ucs_unlikely((((const uint8_t*)key->strategy)[cell->index] !=
                       FIATOMIC_STRATEGY_DIRECT) ||
                      ((ep->msg_order != 0) && (ep->ops_inflight != 0)) ||
+                     ucs_log_is_enabled(UCS_LOG_LEVEL_TRACE_REQ) ||
                      !fiatomic_key_live(ep, key))) {
-        goto general;
+        return FIATOMIC_ONE_GENERAL;
     }
-    fiatomic_trace_call(ep, key, cell, 1, FIATOMIC_STRATEGY_DIRECT);
 
-    if (ucs_unlikely(cell->cpu == NULL)) {
-        return fiatomic_post_one_wide(ep, cell, key, offset,
-                                      (op != FI_ATOMIC_READ) ? buf : NULL,
-                                      (family == FIATOMIC_FAMILY_COMPARE) ?
-                                      compare : NULL,
-                                      (family != FIATOMIC_FAMILY_BASE) ?
-                                      result : NULL);
+    operand = (op != FI_ATOMIC_READ) ? buf : NULL;
+    cmp     = (family == FIATOMIC_FAMILY_COMPARE) ? compare : NULL;
+    if (slow && (cell->cpu == NULL)) {
+        /* 32 bytes, under its lock (fiatomic_wide_lock.c); the old value
+         * through a buffer of its own: the result may be the operand */
+        status = fiatomic_wide_apply(ep->fia->wide_locks,
+                                     ep->fia->op_timeout_ns, cell,
+                                     key->wide_locks, offset,
+                                     key->local_base + offset, operand, cmp,
+                                     old);
+        if (ucs_unlikely(status != UCS_OK)) {
+            return UCS_STATUS_PTR(status);
+        }
+        if (family != FIATOMIC_FAMILY_BASE) {
+            memcpy(result, old, 32); /* a constant size: a few moves */
+        }
+    } else {
+        cell->cpu(key->local_base + offset, operand, cmp,
+                  (family != FIATOMIC_FAMILY_BASE) ? result : (void*)scratch);
     }
-    cell->cpu(key->local_base + offset,
-              (op != FI_ATOMIC_READ) ? buf : NULL,
-              (family == FIATOMIC_FAMILY_COMPARE) ? compare : NULL,
-              (family != FIATOMIC_FAMILY_BASE) ? result : (void*)scratch);
     fiatomic_cntr_count(ep, UCS_OK);
     return NULL; /* done, in place: no request, no callback */
-
-general:
-    return fiatomic_post_one(ep, family, op, datatype, buf, count, compare,
-                             result, addr, key_id, param);
 }
+
+/* The cell of a plain call when it has a CPU executor (1 to 16 bytes), or
+ * NULL: out of range, a hole of the matrix, or a 32-byte cell. */
+static UCS_F_ALWAYS_INLINE const fiatomic_cell_t *
+fiatomic_one_cpu_cell(fiatomic_family_t family, int op, int datatype)
+{
+    const fiatomic_cell_t *cell;
+
+    if (ucs_unlikely(((unsigned)op >= FIATOMIC_OP_COUNT) ||
+                     ((unsigned)datatype >= FIATOMIC_DATATYPE_COUNT))) {
+        return NULL;
+    }
+    cell = &fiatomic_cells[family][op][datatype];
+    /* a pointer from here on: without this, the compiler computes the
+     * address from op and datatype again at each use of a field */
+    __asm__("" : "+r"(cell));
+    return ucs_likely(cell->cpu != NULL) ? cell : NULL;
+}
+
+/*
+ * Each plain call: its general path and its slow direct instance, out of
+ * line with the public call's own arguments, so that the fast instance
+ * inline in the public call leaves for them with a jump.
+ */
+#define FIATOMIC_ONE_ENTRIES(_name, _family, _params, _args, _compare, \
+                             _result) \
+    static UCS_F_NOINLINE ucs_status_ptr_t _name##_general _params \
+    { \
+        return fiatomic_post_one(ep, _family, op, datatype, buf, count, \
+                                 _compare, _result, addr, key, param); \
+    } \
+    \
+    static UCS_F_NOINLINE ucs_status_ptr_t _name##_slow _params \
+    { \
+        const fiatomic_cell_t *cell = fiatomic_cell_get(_family, op, \
+                                                        datatype); \
+        ucs_status_ptr_t sptr; \
+        \
+        __asm__("" : "+r"(cell)); /* as in fiatomic_one_cpu_cell() */ \
+        if (cell == NULL) { \
+            return _name##_general _args; \
+        } \
+        sptr = fiatomic_one_direct(ep, cell, _family, op, buf, count, \
+                                   _compare, _result, addr, key, param, \
+                                   true); \
+        if (sptr != FIATOMIC_ONE_GENERAL) { \
+            return sptr; \
+        } \
+        return _name##_general _args; \
+    } \
+    \
+    FIATOMIC_API ucs_status_ptr_t _name _params \
+    { \
+        const fiatomic_cell_t *cell = fiatomic_one_cpu_cell(_family, op, \
+                                                            datatype); \
+        ucs_status_ptr_t sptr; \
+        \
+        if (ucs_unlikely(cell == NULL)) { \
+            return _name##_slow _args; \
+        } \
+        sptr = fiatomic_one_direct(ep, cell, _family, op, buf, count, \
+                                   _compare, _result, addr, key, param, \
+                                   false); \
+        if (ucs_likely(sptr == NULL)) { \
+            return NULL; \
+        } else if (sptr == FIATOMIC_ONE_SLOW) { \
+            return _name##_slow _args; \
+        } \
+        return _name##_general _args; \
+    }
 
 /* The *msg forms: msg->context is the callback's default user_data. */
 static ucs_status_ptr_t fiatomic_post_msg(fiatomic_ep_h ep,
@@ -731,14 +801,12 @@ static ucs_status_ptr_t fiatomic_post_msg(fiatomic_ep_h ep,
 /* ------------------------------------------------------------------------ */
 /* Base family                                                               */
 
-FIATOMIC_API ucs_status_ptr_t
-fiatomic_atomic_nbx(fiatomic_ep_h ep, const void *buf, size_t count,
-                    uint64_t addr, uint64_t key, enum fi_datatype datatype,
-                    enum fi_op op, const fiatomic_request_param_t *param)
-{
-    return fiatomic_post_one_fast(ep, FIATOMIC_FAMILY_BASE, op, datatype, buf,
-                                  count, NULL, NULL, addr, key, param);
-}
+FIATOMIC_ONE_ENTRIES(fiatomic_atomic_nbx, FIATOMIC_FAMILY_BASE,
+                     (fiatomic_ep_h ep, const void *buf, size_t count,
+                      uint64_t addr, uint64_t key, enum fi_datatype datatype,
+                      enum fi_op op, const fiatomic_request_param_t *param),
+                     (ep, buf, count, addr, key, datatype, op, param),
+                     NULL, NULL)
 
 FIATOMIC_API ucs_status_ptr_t
 fiatomic_atomicv_nbx(fiatomic_ep_h ep, const struct fi_ioc *iov,
@@ -783,15 +851,13 @@ fiatomic_inject_atomic(fiatomic_ep_h ep, const void *buf, size_t count,
 /* ------------------------------------------------------------------------ */
 /* Fetch family                                                              */
 
-FIATOMIC_API ucs_status_ptr_t
-fiatomic_fetch_atomic_nbx(fiatomic_ep_h ep, const void *buf, size_t count,
-                          void *result, uint64_t addr, uint64_t key,
-                          enum fi_datatype datatype, enum fi_op op,
-                          const fiatomic_request_param_t *param)
-{
-    return fiatomic_post_one_fast(ep, FIATOMIC_FAMILY_FETCH, op, datatype,
-                                  buf, count, NULL, result, addr, key, param);
-}
+FIATOMIC_ONE_ENTRIES(fiatomic_fetch_atomic_nbx, FIATOMIC_FAMILY_FETCH,
+                     (fiatomic_ep_h ep, const void *buf, size_t count,
+                      void *result, uint64_t addr, uint64_t key,
+                      enum fi_datatype datatype, enum fi_op op,
+                      const fiatomic_request_param_t *param),
+                     (ep, buf, count, result, addr, key, datatype, op, param),
+                     NULL, result)
 
 FIATOMIC_API ucs_status_ptr_t
 fiatomic_fetch_atomicv_nbx(fiatomic_ep_h ep, const struct fi_ioc *iov,
@@ -824,17 +890,14 @@ fiatomic_fetch_atomicmsg_nbx(fiatomic_ep_h ep, const struct fi_msg_atomic *msg,
 /* ------------------------------------------------------------------------ */
 /* Compare family                                                            */
 
-FIATOMIC_API ucs_status_ptr_t
-fiatomic_compare_atomic_nbx(fiatomic_ep_h ep, const void *buf, size_t count,
-                            const void *compare, void *result, uint64_t addr,
-                            uint64_t key, enum fi_datatype datatype,
-                            enum fi_op op,
-                            const fiatomic_request_param_t *param)
-{
-    return fiatomic_post_one_fast(ep, FIATOMIC_FAMILY_COMPARE, op, datatype,
-                                  buf, count, compare, result, addr, key,
-                                  param);
-}
+FIATOMIC_ONE_ENTRIES(fiatomic_compare_atomic_nbx, FIATOMIC_FAMILY_COMPARE,
+                     (fiatomic_ep_h ep, const void *buf, size_t count,
+                      const void *compare, void *result, uint64_t addr,
+                      uint64_t key, enum fi_datatype datatype, enum fi_op op,
+                      const fiatomic_request_param_t *param),
+                     (ep, buf, count, compare, result, addr, key, datatype,
+                      op, param),
+                     compare, result)
 
 FIATOMIC_API ucs_status_ptr_t
 fiatomic_compare_atomicv_nbx(fiatomic_ep_h ep, const struct fi_ioc *iov,
