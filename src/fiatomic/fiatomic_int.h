@@ -54,7 +54,7 @@ struct fiatomic_mem {
     ucp_mem_h  memh;      /* NULL: target-only, not registered with UCP */
     void       *address;
     size_t     length;
-    unsigned   region;
+    fiatomic_region_t region; /* its entry in the context's region table */
     void       *owned;    /* target-only memory the library allocated */
     uint64_t   *state;    /* NULL, or the state word peers that map the
                              memory see: the region's token while exposed,

@@ -76,8 +76,9 @@ static ucs_status_t fiatomic_key_hdr_check(fiatomic_h fia,
         return UCS_ERR_INVALID_PARAM;
     }
 
-    if (hdr->flags & ~FIATOMIC_KEY_F_ALL) {
-        ucs_diag("fiatomic: key with unknown flags 0x%x", hdr->flags);
+    if ((hdr->flags & ~FIATOMIC_KEY_F_ALL) || (hdr->reserved != 0)) {
+        ucs_diag("fiatomic: key with unknown flags 0x%x or reserved bits "
+                 "0x%x", hdr->flags, hdr->reserved);
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -116,8 +117,8 @@ static ucs_status_t fiatomic_key_hdr_check(fiatomic_h fia,
     }
 
     if ((hdr->nonce == fia->nonce) &&
-        (fiatomic_region_find(fia, hdr->region, hdr->token, hdr->address,
-                              hdr->length) == NULL)) {
+        (fiatomic_region_find(&fia->regions, hdr->region, hdr->token,
+                              hdr->address, hdr->length) == NULL)) {
         ucs_diag("fiatomic: key claims to be this context's but names no "
                  "live region of it (forged, or unexposed)");
         return UCS_ERR_INVALID_PARAM;
@@ -175,8 +176,9 @@ static ucs_status_t fiatomic_rkey_unpack_locked(fiatomic_ep_h ep,
          * fiatomic_key_hdr_check): the address is ours. */
         key->local_base   = (uint8_t*)(uintptr_t)hdr.address;
         key->same_context = true;
-        key->wide_locks   = fiatomic_region_find(ep->fia, hdr.region,
-                                                 hdr.token, hdr.address,
+        key->wide_locks   = fiatomic_region_find(&ep->fia->regions,
+                                                 hdr.region, hdr.token,
+                                                 hdr.address,
                                                  hdr.length)->wide_locks;
     } else if ((key->rkey != NULL) &&
                (ucp_rkey_ptr(key->rkey, hdr.address, &ptr) == UCS_OK)) {

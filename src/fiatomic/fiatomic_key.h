@@ -17,8 +17,8 @@ struct fiatomic_rkey {
     bool       sw_amo;       /* UCP's atomics on it are software atomics,
                                 executed by the target's CPU on progress */
     bool       target_ok;    /* target-side requests can be sent */
-    uint32_t   region;
-    uint64_t   token;
+    uint64_t   region;       /* the region's handle and token at the */
+    uint64_t   token;        /* target (target-side requests name both) */
     const uint64_t *state;   /* the mapped state word, or NULL */
     fiatomic_wide_locks_t *wide_locks; /* the lock table of its 32-byte
                                 elements that every actor takes, or NULL */
@@ -52,7 +52,7 @@ static inline bool fiatomic_key_live(fiatomic_ep_h ep,
                                      const fiatomic_rkey_t *key)
 {
     if (key->same_context) {
-        return fiatomic_region_find(ep->fia, key->region, key->token,
+        return fiatomic_region_find(&ep->fia->regions, key->region, key->token,
                                     key->address, key->length) != NULL;
     } else if (key->state != NULL) {
         return __atomic_load_n(key->state, __ATOMIC_ACQUIRE) == key->token;

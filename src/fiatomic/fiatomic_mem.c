@@ -2,7 +2,7 @@
  * Target side: exposing memory for remote atomics and packing its key.
  *
  * The packed key is a small header (fiatomic_key_hdr_t, fiatomic_wire.h:
- * range, the exposing context's nonce, the region's index and token, flags)
+ * range, the exposing context's nonce, the region's handle and token, flags)
  * followed by UCP's rkey buffer (none for target-only memory). Carrying the
  * range lets the initiator refuse an out-of-range or misaligned element
  * before anything is sent.
@@ -142,14 +142,17 @@ fiatomic_mem_expose(fiatomic_h fia, const fiatomic_mem_params_t *params,
         return status;
     }
 
-    status = fiatomic_region_add(&fia->regions, mem);
+    mem->region.address    = mem->address;
+    mem->region.length     = mem->length;
+    mem->region.wide_locks = mem->wide_locks;
+    mem->region.mem        = mem;
+    status = fiatomic_region_add(&fia->regions, &mem->region);
     if (status != UCS_OK) {
         goto err_release;
     }
 
     if (mem->state != NULL) {
-        __atomic_store_n(mem->state, fia->regions.slot[mem->region].token,
-                         __ATOMIC_RELEASE);
+        __atomic_store_n(mem->state, mem->region.token, __ATOMIC_RELEASE);
     }
     ++fia->num_mems;
     fiatomic_leave(fia, locked);
@@ -191,7 +194,6 @@ FIATOMIC_API ucs_status_t fiatomic_mem_pack_key(fiatomic_mem_h mem,
     size_t rkey_size;
     ucs_status_t status;
     uint8_t *key;
-    bool locked;
 
     if ((mem == NULL) || (key_p == NULL) || (size_p == NULL)) {
         return UCS_ERR_INVALID_PARAM;
@@ -221,15 +223,14 @@ FIATOMIC_API ucs_status_t fiatomic_mem_pack_key(fiatomic_mem_h mem,
     hdr.nonce     = mem->fia->nonce;
     hdr.address   = (uintptr_t)mem->address;
     hdr.length    = mem->length;
-    hdr.region    = mem->region;
-    locked        = fiatomic_enter(mem->fia); /* regions may move */
-    hdr.token     = mem->fia->regions.slot[mem->region].token;
-    fiatomic_leave(mem->fia, locked);
+    hdr.token     = mem->region.token;  /* fixed while exposed */
+    hdr.region    = mem->region.handle;
     hdr.flags     = (mem->fia->am_enabled ? FIATOMIC_KEY_F_TARGET : 0) |
                     ((mem->state != NULL) ? FIATOMIC_KEY_F_STATE : 0) |
                     ((mem->memh == NULL) ? FIATOMIC_KEY_F_NO_RKEY : 0) |
                     ((mem->wide_locks != NULL) ?
                      FIATOMIC_KEY_F_WIDE_LOCKS : 0);
+    hdr.reserved  = 0;
     memcpy(key, &hdr, sizeof(hdr));
     if (rkey_buffer != NULL) {
         memcpy(key + sizeof(hdr), rkey_buffer, rkey_size);
@@ -262,7 +263,7 @@ FIATOMIC_API ucs_status_t fiatomic_mem_unexpose(fiatomic_mem_h mem)
         /* peers that mapped it refuse their keys from now on */
         __atomic_store_n(mem->state, 0, __ATOMIC_RELEASE);
     }
-    fiatomic_region_remove(&fia->regions, mem);
+    fiatomic_region_remove(&fia->regions, &mem->region);
     status = (mem->memh != NULL) ?
              ucp_mem_unmap(mem->fia->ucp_context, mem->memh) : UCS_OK;
     --mem->fia->num_mems;

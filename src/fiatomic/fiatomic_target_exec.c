@@ -1,10 +1,11 @@
 /**
- * Target-side strategy, the executor (fiatomic_target.h): the table of
- * exposed regions and the request decoder and executor
- * (fiatomic_target_serve.c receives the requests and sends the replies).
+ * Target-side strategy, the executor (fiatomic_target.h): the request
+ * decoder and executor, on the table of exposed regions
+ * (fiatomic_region.c; fiatomic_target_serve.c receives the requests and
+ * sends the replies).
  *
  * A request is executed only if every byte it touches lies inside a region
- * this context exposed, named by index and token from its packed key, with
+ * this context exposed, named by handle and token from its packed key, with
  * naturally aligned elements of a defined cell, and the message is exactly
  * as long as its header says. Anything else gets an error reply and touches
  * nothing. The decoder and executor read the region table alone
@@ -15,75 +16,7 @@
 #include "fiatomic_target.h"
 #include "fiatomic_wire.h"
 
-#include <stdlib.h>
 #include <string.h>
-
-/* ------------------------------------------------------------------------ */
-/* Regions                                                                   */
-
-ucs_status_t fiatomic_region_add(fiatomic_regions_t *regions,
-                                 fiatomic_mem_h mem)
-{
-    fiatomic_region_t *slot;
-    ucs_status_t status;
-    unsigned index;
-    uint64_t token;
-
-    for (index = 0; index < regions->count; ++index) {
-        if (regions->slot[index].token == 0) {
-            break;
-        }
-    }
-
-    if (index == regions->count) {
-        slot = realloc(regions->slot,
-                       (regions->count * 2 + 4) * sizeof(*slot));
-        if (slot == NULL) {
-            return UCS_ERR_NO_MEMORY;
-        }
-        memset(slot + regions->count, 0,
-               (regions->count + 4) * sizeof(*slot));
-        regions->slot  = slot;
-        regions->count = regions->count * 2 + 4;
-    }
-
-    status = fiatomic_random_token(&token); /* never 0 */
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    slot             = &regions->slot[index];
-    slot->token      = token;
-    slot->address    = mem->address;
-    slot->length     = mem->length;
-    slot->wide_locks = mem->wide_locks;
-    slot->mem        = mem;
-    mem->region      = index;
-    return UCS_OK;
-}
-
-fiatomic_mem_h fiatomic_region_find(fiatomic_h fia, uint32_t region,
-                                    uint64_t token, uint64_t address,
-                                    uint64_t length)
-{
-    const fiatomic_region_t *slot;
-
-    if (region >= fia->regions.count) {
-        return NULL;
-    }
-
-    slot = &fia->regions.slot[region];
-    if ((slot->token == 0) || (slot->token != token) ||
-        ((uintptr_t)slot->address != address) || (slot->length != length)) {
-        return NULL;
-    }
-    return slot->mem;
-}
-
-void fiatomic_region_remove(fiatomic_regions_t *regions, fiatomic_mem_h mem)
-{
-    memset(&regions->slot[mem->region], 0, sizeof(fiatomic_region_t));
-}
 
 /* ------------------------------------------------------------------------ */
 /* Decoder and executor                                                      */
@@ -115,7 +48,7 @@ fiatomic_target_check(const fiatomic_regions_t *regions,
     uint64_t base, offset;
 
     if ((req->magic != FIATOMIC_WIRE_REQ_MAGIC) ||
-        (req->version != FIATOMIC_WIRE_VERSION)) {
+        (req->version != FIATOMIC_WIRE_VERSION) || (req->reserved != 0)) {
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -137,14 +70,13 @@ fiatomic_target_check(const fiatomic_regions_t *regions,
         return UCS_ERR_INVALID_PARAM; /* truncated or trailing bytes */
     }
 
-    if ((req->region >= regions->count) ||
-        (regions->slot[req->region].token == 0) ||
-        (regions->slot[req->region].token != req->token)) {
-        return UCS_ERR_INVALID_PARAM; /* not a key this target gave out */
+    region = fiatomic_region_lookup(regions, req->region, req->token);
+    if (region == NULL) {
+        return UCS_ERR_INVALID_PARAM; /* not a key this target gave out, or
+                                         one of memory since unexposed */
     }
 
-    region = &regions->slot[req->region];
-    base   = (uintptr_t)region->address;
+    base = (uintptr_t)region->address;
     if ((req->raddr % fiatomic_datatype_alignment(req->datatype)) ||
         (req->raddr < base)) {
         return UCS_ERR_INVALID_PARAM;

@@ -419,6 +419,7 @@ static size_t fiatomic_target_start(fiatomic_req_t *req, size_t first,
     hdr.op       = cell->op;
     hdr.datatype = cell->datatype;
     hdr.count    = n;
+    hdr.reserved = 0;
     hdr.region   = msg->key->region;
     hdr.token    = msg->key->token;
     hdr.raddr    = elems[0].raddr;

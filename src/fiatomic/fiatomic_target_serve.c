@@ -556,8 +556,8 @@ ucs_status_t fiatomic_target_init(fiatomic_h fia)
 
     ucs_list_head_init(&fia->idle_peers);
     fia->num_idle_peers     = 0;
-    fia->regions.own_locks  = fia->wide_locks;
-    fia->regions.timeout_ns = fia->op_timeout_ns;
+    fiatomic_regions_init(&fia->regions, fia->wide_locks,
+                          fia->op_timeout_ns);
     fia->peers              = kh_init(fiatomic_peers);
     if (fia->peers == NULL) {
         return UCS_ERR_NO_MEMORY;
@@ -613,9 +613,7 @@ void fiatomic_target_cleanup(fiatomic_h fia)
     }
 
     fiatomic_freelist_purge(&fia->free_replies, fiatomic_reply_buf_free_link);
-    free(fia->regions.slot);
-    fia->regions.slot  = NULL;
-    fia->regions.count = 0;
+    fiatomic_regions_cleanup(&fia->regions);
 }
 
 /* The context is freed: nothing of it is in UCP's hands any more, so no

@@ -31,11 +31,13 @@ typedef struct fiatomic_key_hdr {
     uint64_t address;
     uint64_t length;
     uint64_t token;    /* the region's secret for target-side requests */
-    uint32_t region;
+    uint64_t region;   /* the region's handle at the exposing context:
+                          generation << 32 | (slot index + 1) */
     uint32_t flags;    /* FIATOMIC_KEY_F_* */
+    uint32_t reserved; /* 0 */
 } fiatomic_key_hdr_t;
 
-#define FIATOMIC_KEY_MAGIC 0xf1a70111u
+#define FIATOMIC_KEY_MAGIC 0xf1a70112u
 
 /* Key flags */
 #define FIATOMIC_KEY_F_TARGET  0x1 /* the exposing context executes
@@ -91,7 +93,7 @@ typedef struct fiatomic_wide_locks {
 
 #define FIATOMIC_WIRE_REQ_MAGIC   0xf1a7a3e0u
 #define FIATOMIC_WIRE_REPLY_MAGIC 0xf1a7a3e1u
-#define FIATOMIC_WIRE_VERSION     1
+#define FIATOMIC_WIRE_VERSION     2
 
 /* The active messages, by their id's offset from the AM id every peer's
  * context is created with (fiatomic_params_t am_id). */
@@ -116,7 +118,9 @@ typedef struct fiatomic_wire_req {
     uint8_t  op;        /* enum fi_op */
     uint8_t  datatype;  /* enum fi_datatype */
     uint32_t count;     /* elements, >= 1 */
-    uint32_t region;    /* exposed region index at the target */
+    uint32_t reserved;  /* 0 */
+    uint64_t region;    /* the region's handle at the target (index and
+                           generation), from its packed key */
     uint64_t token;     /* the region's secret, from its packed key */
     uint64_t raddr;     /* first element */
     uint64_t id;        /* the initiator's message id, echoed */

@@ -6,10 +6,12 @@
  * with a well-formed reply that is never larger than FIATOMIC_WIRE_REPLY_MAX.
  *
  * A random 64-bit token is out of a fuzzer's reach, so the first input byte
- * chooses whether the harness patches in the valid region/token (and makes
- * the address relative to the region), letting the fuzzer explore the range,
- * alignment, op and length checks and the executor itself; otherwise the
- * bytes go in untouched.
+ * chooses whether the harness patches in the valid region handle and token
+ * (and makes the address relative to the region), letting the fuzzer
+ * explore the range, alignment, op and length checks and the executor
+ * itself; otherwise the bytes go in untouched. The region is exposed in
+ * the table's second slot, the first one's region unexposed before it: its
+ * stale handle is in the table's history too.
  */
 #include "fiatomic_target.h"
 
@@ -25,16 +27,27 @@ static uint8_t arena[GUARD + EXPOSED + GUARD] __attribute__((aligned(64)));
 /* The lock words of 32-byte elements, as a context's own. */
 static uint64_t own_locks[FIATOMIC_WIDE_LOCKS];
 static fiatomic_region_t region = {
-    .token   = 0x0123456789abcdefull,
     .address = arena + GUARD,
     .length  = EXPOSED
 };
-static const fiatomic_regions_t regions = {
-    .slot       = &region,
-    .count      = 1,
-    .own_locks  = own_locks,
-    .timeout_ns = 1000ull * 1000 * 1000
+static fiatomic_region_t gone = {
+    .address = arena + GUARD,
+    .length  = EXPOSED
 };
+static fiatomic_regions_t regions;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    fiatomic_regions_init(&regions, own_locks, 1000ull * 1000 * 1000);
+    if ((fiatomic_region_add(&regions, &gone) != UCS_OK) ||
+        (fiatomic_region_add(&regions, &region) != UCS_OK)) {
+        abort();
+    }
+    fiatomic_region_remove(&regions, &gone);
+    return 0;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -56,13 +69,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(msg, data + 1, len);
     if ((data[0] & 1) && (len >= sizeof(req))) {
         memcpy(&req, msg, sizeof(req));
-        req.magic   = FIATOMIC_WIRE_REQ_MAGIC;
-        req.version = FIATOMIC_WIRE_VERSION;
-        req.region  = 0;
-        req.token   = region.token;
+        req.magic    = FIATOMIC_WIRE_REQ_MAGIC;
+        req.version  = FIATOMIC_WIRE_VERSION;
+        req.reserved = 0;
+        req.region   = region.handle;
+        req.token    = region.token;
         /* an offset around the region, so edges are hit often */
-        req.raddr   = (uintptr_t)region.address +
-                      (int64_t)(int16_t)(req.raddr & 0xffff);
+        req.raddr    = (uintptr_t)region.address +
+                       (int64_t)(int16_t)(req.raddr & 0xffff);
         memcpy(msg, &req, sizeof(req));
     }
 

@@ -19,9 +19,9 @@ extern "C" {
 namespace fiatomic_test {
 
 /** A well-formed request header: fetching FI_SUM on `count` elements of
- *  `datatype` from `raddr` in the region with this index and token. */
+ *  `datatype` from `raddr` in the region with this handle and token. */
 inline fiatomic_wire_req_t wire_fetch_sum(int datatype, uint32_t count,
-                                          uint32_t region, uint64_t token,
+                                          uint64_t region, uint64_t token,
                                           uint64_t raddr, uint64_t id)
 {
     fiatomic_wire_req_t req;

@@ -269,6 +269,9 @@ TEST_F(hostile_local, forged_own_context_key)
     expect_refused(key, [&](fiatomic_key_hdr_t &h) {
         h.region += 1;
     }, "another region index");
+    expect_refused(key, [&](fiatomic_key_hdr_t &h) {
+        h.region += 1ull << 32;
+    }, "the region's index, another generation");
 
     EXPECT_EQ(1000u, secret);
     EXPECT_EQ(1u, region[3]);
@@ -305,6 +308,10 @@ TEST_F(hostile_local, key_header_fields)
     expect_refused(key, [&](fiatomic_key_hdr_t &h) {
         h.magic = 0;
     }, "magic");
+    expect_refused(key, [&](fiatomic_key_hdr_t &h) {
+        h.nonce ^= 1;
+        h.reserved = 1;
+    }, "reserved bits");
     expect_refused(key, [&](fiatomic_key_hdr_t &h) {
         h.nonce ^= 1;
         h.flags |= FIATOMIC_KEY_F_WIDE_LOCKS; /* user memory: no state */
@@ -416,9 +423,9 @@ TEST_F(hostile_wide_lock, dead_or_stuck_holder)
     EXPECT_EQ(2.0L, elem[0]);
 }
 
-/* A key of memory that was unexposed (and new memory exposed at the same
- * index): operations fail and change nothing, the stale packed key does
- * not unpack again. */
+/* A key of memory that was unexposed (and new memory exposed in the same
+ * slot of the region table, with the next generation): operations fail and
+ * change nothing, the stale packed key does not unpack again. */
 TEST_F(hostile_local, key_after_unexpose)
 {
     alignas(64) uint64_t old_region[8] = {}, new_region[8] = {};
@@ -431,8 +438,10 @@ TEST_F(hostile_local, key_after_unexpose)
     ASSERT_EQ(1u, old_region[0]);
     ASSERT_EQ(UCS_OK, fiatomic_mem_unexpose(mem));
     std::vector<uint8_t> key2 = expose(new_region, sizeof(new_region));
-    ASSERT_EQ(header(key).region, header(key2).region)
-            << "the new memory is expected at the same index";
+    ASSERT_EQ((uint32_t)header(key).region, (uint32_t)header(key2).region)
+            << "the new memory is expected in the same slot";
+    EXPECT_NE(header(key).region, header(key2).region)
+            << "the slot's generation did not move on";
 
     EXPECT_NE(UCS_OK, fetch_add(k, (uintptr_t)&old_region[0], &old));
     EXPECT_EQ(1u, old_region[0]) << "an unexposed region was written";
@@ -446,6 +455,33 @@ TEST_F(hostile_local, key_after_unexpose)
 
 /* ------------------------------------------------------------------------ */
 /* A raw client against a target process. */
+
+/* A request a peer could send, and what it tries. */
+struct wire_probe {
+    const char           *what;
+    std::vector<uint8_t> msg;
+};
+
+/* Every probe is refused with the very same reply as the first: a peer
+ * cannot tell which part of a guess was wrong. */
+void expect_alike_refusals(raw_client &client,
+                           const std::vector<wire_probe> &probes)
+{
+    std::vector<uint8_t> reference, raw;
+    fiatomic_wire_reply_t reply;
+    std::string error;
+
+    ASSERT_TRUE(client.call_raw(probes[0].msg, &reference, &error)) << error;
+    ASSERT_GE(reference.size(), sizeof(reply));
+    memcpy(&reply, reference.data(), sizeof(reply));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, (ucs_status_t)reply.status);
+    for (const wire_probe &p : probes) {
+        ASSERT_TRUE(client.call_raw(p.msg, &raw, &error))
+                << p.what << ": " << error;
+        EXPECT_EQ(reference, raw) << p.what << " answers differently from "
+                                  << probes[0].what;
+    }
+}
 
 class hostile_wire : public connection_test {
 protected:
@@ -475,8 +511,8 @@ protected:
                             &one, sizeof(one));
     }
 
-    static std::vector<uint8_t> patch(std::vector<uint8_t> msg,
-                                      void (*fn)(fiatomic_wire_req_t*))
+    template <typename F>
+    static std::vector<uint8_t> patch(std::vector<uint8_t> msg, F fn)
     {
         fiatomic_wire_req_t req;
 
@@ -492,28 +528,26 @@ protected:
 };
 
 /* Without the token nothing can be learnt: a wrong token, a wrong region
- * index, a range outside the region (with the right token) and a misaligned
+ * handle, a range outside the region (with the right token) and a misaligned
  * address all get the very same reply, so a peer holding region 0's key
  * cannot locate region 1 or tell which part of its guess was wrong. */
 TEST_P(hostile_wire, wrong_token_indistinguishable_from_wrong_range)
 {
-    struct probe {
-        const char           *what;
-        std::vector<uint8_t> msg;
-    };
-    std::vector<uint8_t> reference, raw;
-    std::string error;
     uint64_t other = m_hdr[1].address - m_hdr[0].address; /* region 1 */
-    std::vector<probe> probes = {
+    std::vector<wire_probe> probes = {
         {"wrong token, in range",
          patch(request(0, 64), [](fiatomic_wire_req_t *r) {
                  r->token ^= 0x10;
              })},
         {"right token, out of range", request(0, m_conn->length(0))},
         {"region 0's token at region 1's address", request(0, other)},
-        {"region 0's token with region 1's index",
+        {"region 0's token with region 1's handle",
+         patch(request(0, 64), [this](fiatomic_wire_req_t *r) {
+                 r->region = m_hdr[1].region;
+             })},
+        {"region 0's index, another generation",
          patch(request(0, 64), [](fiatomic_wire_req_t *r) {
-                 r->region ^= 1;
+                 r->region += 1ull << 32;
              })},
         {"unknown region index",
          patch(request(0, 64), [](fiatomic_wire_req_t *r) {
@@ -526,18 +560,7 @@ TEST_P(hostile_wire, wrong_token_indistinguishable_from_wrong_range)
              })},
     };
 
-    ASSERT_TRUE(m_client.call_raw(probes[0].msg, &reference, &error))
-            << error;
-    ASSERT_GE(reference.size(), sizeof(fiatomic_wire_reply_t));
-    fiatomic_wire_reply_t reply;
-    memcpy(&reply, reference.data(), sizeof(reply));
-    EXPECT_NE(UCS_OK, (ucs_status_t)reply.status);
-    for (const probe &p : probes) {
-        ASSERT_TRUE(m_client.call_raw(p.msg, &raw, &error))
-                << p.what << ": " << error;
-        EXPECT_EQ(reference, raw) << p.what << " answers differently from "
-                                  << probes[0].what;
-    }
+    ASSERT_NO_FATAL_FAILURE(expect_alike_refusals(m_client, probes));
     expect_unchanged(m_conn, m_snap, "refused probes");
 }
 
@@ -973,8 +996,10 @@ TEST_P(hostile_stale, key_after_unexpose)
     ASSERT_TRUE(info.unpack(reply));
     memcpy(&old_hdr, conn->tgt().info().key[1].data(), sizeof(old_hdr));
     memcpy(&new_hdr, info.key[1].data(), sizeof(new_hdr));
-    EXPECT_EQ(old_hdr.region, new_hdr.region)
-            << "the new memory is expected at the old index";
+    EXPECT_EQ((uint32_t)old_hdr.region, (uint32_t)new_hdr.region)
+            << "the new memory is expected in the old slot";
+    EXPECT_NE(old_hdr.region, new_hdr.region)
+            << "the slot's generation did not move on";
 
     for (int op = 0; op < 2; ++op) {
         ucs_status_t status = (op == 0) ?
@@ -994,6 +1019,81 @@ TEST_P(hostile_stale, key_after_unexpose)
         EXPECT_EQ(0u, zero[i]) << "the new memory changed at word " << i;
     }
 }
+
+/* The same through a raw client: with new memory in the slot of the
+ * unexposed memory, a request with the old handle is refused whatever token
+ * it carries (the slot's generation moved on: the live token does not
+ * help), one with the old token whatever handle, one with a forged
+ * generation too, all with the very same reply; the new key works. */
+class hostile_stale_wire : public ::testing::TestWithParam<config> {
+};
+
+TEST_P(hostile_stale_wire, stale_handle_after_reexpose)
+{
+    std::unique_ptr<connection> conn;
+    std::vector<uint8_t> packed, values;
+    std::string skip, error;
+    target_snapshot snap;
+    target_info info;
+    fiatomic_key_hdr_t old_hdr, new_hdr;
+    fiatomic_wire_reply_t reply;
+    raw_client client;
+    uint64_t one = 1, word = 0, before;
+    bytes b;
+
+    conn = connection::create(GetParam(), {}, NULL, &skip, &error);
+    if (!skip.empty()) {
+        GTEST_SKIP() << skip;
+    }
+    ASSERT_TRUE(conn != NULL) << error;
+    memcpy(&old_hdr, conn->tgt().info().key[1].data(), sizeof(old_hdr));
+    ASSERT_NE(0u, old_hdr.flags & FIATOMIC_KEY_F_TARGET);
+    ASSERT_TRUE(client.start(GetParam().tl,
+                             conn->tgt().info().worker_address, &error))
+            << error;
+
+    b.put<uint32_t>(1);
+    ASSERT_TRUE(conn->remote()->process().request(
+            MSG_REEXPOSE, b.data().data(), b.data().size(), &packed, &error))
+            << error;
+    ASSERT_TRUE(info.unpack(packed));
+    memcpy(&new_hdr, info.key[1].data(), sizeof(new_hdr));
+    ASSERT_EQ((uint32_t)old_hdr.region, (uint32_t)new_hdr.region)
+            << "the new memory is expected in the old slot";
+    ASSERT_NE(old_hdr.region, new_hdr.region);
+    ASSERT_NE(old_hdr.token, new_hdr.token);
+    ASSERT_TRUE(take_snapshot(conn.get(), &snap, &error)) << error;
+
+    auto request = [&](uint64_t region, uint64_t token) {
+        return wire_message(wire_fetch_sum(FI_UINT64, 1, region, token,
+                                           new_hdr.address, 0x77),
+                            &one, sizeof(one));
+    };
+    const std::vector<wire_probe> probes = {
+        {"the stale key", request(old_hdr.region, old_hdr.token)},
+        {"the stale handle with the live token",
+         request(old_hdr.region, new_hdr.token)},
+        {"the live handle with the stale token",
+         request(new_hdr.region, old_hdr.token)},
+        {"the live index and token, a forged generation",
+         request(new_hdr.region + (1ull << 32), new_hdr.token)},
+    };
+    ASSERT_NO_FATAL_FAILURE(expect_alike_refusals(client, probes));
+    expect_unchanged(conn.get(), snap, "stale handles");
+
+    /* positive control: the new key */
+    ASSERT_TRUE(client.call(request(new_hdr.region, new_hdr.token), &reply,
+                            &values, &error)) << error;
+    EXPECT_EQ(UCS_OK, (ucs_status_t)reply.status);
+    ASSERT_TRUE(conn->tgt().read(1, 0, &word, sizeof(word), &error))
+            << error;
+    ASSERT_GE(snap.bytes[1].size(), sizeof(before));
+    memcpy(&before, snap.bytes[1].data(), sizeof(before));
+    EXPECT_EQ(before + 1, word);
+}
+
+FIATOMIC_TEST_INSTANTIATE(hostile_stale_wire, tcp, user, target)
+FIATOMIC_TEST_INSTANTIATE(hostile_stale_wire, posix, alloc, auto)
 
 #define HOSTILE_STALE_INSTANTIATE(_tl, _mem, _strategy) \
     FIATOMIC_TEST_INSTANTIATE(hostile_stale, _tl, _mem, _strategy)

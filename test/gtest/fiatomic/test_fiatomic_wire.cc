@@ -24,7 +24,7 @@ protected:
         std::string error;
         fiatomic_key_hdr_t hdr;
 
-        /* region 0's index and token, from the key the target gave out */
+        /* region 0's handle and token, from the key the target gave out */
         const std::vector<uint8_t> &key = m_conn->tgt().info().key[0];
         ASSERT_GE(key.size(), sizeof(hdr));
         memcpy(&hdr, key.data(), sizeof(hdr));
@@ -103,7 +103,7 @@ protected:
 
     raw_client      m_client;
     target_snapshot m_snap;
-    uint32_t        m_region = 0;
+    uint64_t        m_region = 0;
     uint64_t        m_token  = 0;
     uint64_t        m_base   = 0;
     uint64_t        m_length = 0;
@@ -137,6 +137,10 @@ TEST_P(wire, unknown_key)
 
     req.region = m_region + 1000;
     expect_refused(message(req, 4), UCS_ERR_INVALID_PARAM, "unknown region");
+    req         = request(64, 1);
+    req.region += 1ull << 32;
+    expect_refused(message(req, 4), UCS_ERR_INVALID_PARAM,
+                   "the region's index, another generation");
     req        = request(64, 1);
     req.token ^= 1;
     expect_refused(message(req, 4), UCS_ERR_INVALID_PARAM, "wrong token");
@@ -214,6 +218,9 @@ TEST_P(wire, malformed)
     req         = request(64, 2);
     req.version = FIATOMIC_WIRE_VERSION + 1;
     expect_refused(message(req, 8), UCS_ERR_INVALID_PARAM, "bad version");
+    req          = request(64, 2);
+    req.reserved = 1;
+    expect_refused(message(req, 8), UCS_ERR_INVALID_PARAM, "reserved bits");
     req       = request(64, 0);
     expect_refused(message(req, 0), UCS_ERR_INVALID_PARAM, "count 0");
     req       = request(64, FIATOMIC_WIRE_MAX_PAYLOAD / 4 + 1);
