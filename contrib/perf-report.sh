@@ -203,9 +203,14 @@ SUM u64 below). fiatomic's fetch-add takes the direct path (one locked
 instruction on the mapped element, completed in place without a request):
 ${fia:-?} us. A single-element call on mapped memory takes a fast path that
 keeps every bad-input check (cell, alignment, range against the key) and
-allocates nothing: about 100 instructions per fetch-add against about 220
-for a raw \`ucp_atomic_op_nbx\` (callgrind, posix). What is left between the
-two is mostly the locked instruction itself, so on a shared machine a burst
+allocates nothing: about 125 instructions per fetch-add, the cell's
+executor included, against about 220 for a raw \`ucp_atomic_op_nbx\`
+(callgrind, inclusive, posix). That path calls nothing but the executor (a
+32-byte cell, or a key of the caller's own memory, takes an out-of-line
+instance of it), so the compiler keeps the arguments in place and leaves
+for any other call with a jump; with the 32-byte branch inline it took
+about 165. What is left between the two is mostly the locked instruction
+itself, so on a shared machine a burst
 of load on one of the interleaved repeats decides a ratio near the limit;
 the mean ratio printed next to the worst is the figure to read.
 Forced through UCP (\`--strategy native\`: ${nat:-?} us) the call pays UCP's

@@ -620,7 +620,7 @@ fiatomic_one_direct(fiatomic_ep_h ep, const fiatomic_cell_t *cell,
 {
     uint64_t scratch[2]; /* the old value of a base-family call */
     uint8_t old[FIATOMIC_MAX_ELEM_SIZE];
-    uintptr_t misaligned = cell->align - 1;
+    uintptr_t misaligned = (uintptr_t)cell->align - 1;
     const void *operand, *cmp;
     fiatomic_rkey_t *key;
     ucs_status_t status;
