@@ -33,6 +33,10 @@ typedef struct fiatomic_lock {
                                          fiatomic_target_serve.c */
 #define FIATOMIC_MSG_CACHE_MAX   256  /* target-side messages,
                                          fiatomic_target_send.c */
+/* Idle peers of the target kept, least recently used out first
+ * (fiatomic_lru_t; ~100 bytes each with their table slot,
+ * fiatomic_target_serve.c). */
+#define FIATOMIC_IDLE_PEERS_MAX  1024
 
 struct fiatomic_context {
     ucp_context_h       ucp_context;
@@ -83,9 +87,9 @@ struct fiatomic_context {
                                              and requests it is receiving */
     struct kh_fiatomic_peers_s *peers; /* the target's peers by reply ep
                                           (fiatomic_target_serve.c) */
-    ucs_list_link_t     idle_peers; /* of them, those with nothing in
-                                       UCP's hands, least recent first */
-    unsigned            num_idle_peers;
+    fiatomic_lru_t      idle_peers; /* of them, those with nothing in
+                                       UCP's hands (at most
+                                       FIATOMIC_IDLE_PEERS_MAX) */
     uint64_t            requests_dropped; /* of peers past their bound */
     fiatomic_handle_table_t msgs;   /* in the initiator: target-side
                                        messages awaiting their reply, named

@@ -1,6 +1,6 @@
 /**
- * Shared small containers: a generation-checked handle table and a capped
- * free list (fiatomic_handle.c).
+ * Shared small containers: a generation-checked handle table, a capped free
+ * list and a capped least-recently-used list (fiatomic_handle.c).
  */
 #ifndef FIATOMIC_HANDLE_H_
 #define FIATOMIC_HANDLE_H_
@@ -135,5 +135,63 @@ static inline bool fiatomic_freelist_put(fiatomic_freelist_t *list,
 /** Free every kept object with `release`. */
 void fiatomic_freelist_purge(fiatomic_freelist_t *list,
                              void (*release)(ucs_list_link_t *link));
+
+/* ------------------------------------------------------------------------ */
+/* Capped least-recently-used list                                           */
+
+/*
+ * Objects kept while unused, in case they are wanted again, linked through
+ * a ucs_list_link_t of theirs, least recently used first: at most `max`.
+ * Adding one beyond that pushes the least recently used out (unlinked: the
+ * caller's to free), so what is kept is bounded whoever adds. An object
+ * taken back into use is removed (the caller knows whether it is on the
+ * list). The list itself allocates nothing.
+ */
+typedef struct fiatomic_lru {
+    ucs_list_link_t head;   /* least recently used first */
+    unsigned        count;
+    unsigned        max;
+} fiatomic_lru_t;
+
+static inline void fiatomic_lru_init(fiatomic_lru_t *lru, unsigned max)
+{
+    ucs_list_head_init(&lru->head);
+    lru->count = 0;
+    lru->max   = max;
+}
+
+/** Remove an object that is on the list. */
+static inline void fiatomic_lru_remove(fiatomic_lru_t *lru,
+                                       ucs_list_link_t *link)
+{
+    ucs_list_del(link);
+    --lru->count;
+}
+
+/** The least recently used object, removed; NULL when the list is empty. */
+static inline ucs_list_link_t *fiatomic_lru_pop(fiatomic_lru_t *lru)
+{
+    ucs_list_link_t *link;
+
+    if (ucs_list_is_empty(&lru->head)) {
+        return NULL;
+    }
+    link = lru->head.next;
+    fiatomic_lru_remove(lru, link);
+    return link;
+}
+
+/** Keep an object as the most recently used: the least recently used one
+ *  when that makes more than `max` (removed, the caller's to free), else
+ *  NULL. */
+static inline ucs_list_link_t *fiatomic_lru_add(fiatomic_lru_t *lru,
+                                                ucs_list_link_t *link)
+{
+    ucs_list_add_tail(&lru->head, link);
+    if (++lru->count > lru->max) {
+        return fiatomic_lru_pop(lru);
+    }
+    return NULL;
+}
 
 #endif

@@ -19,8 +19,9 @@
  *
  * A peer that has nothing in UCP's hands is idle: it stays in the table
  * (its next request finds it: no allocation per request when replies
- * complete in place) on a list of idle peers, the least recently used of
- * which goes past FIATOMIC_IDLE_PEERS_MAX. An idle peer holds nothing and
+ * complete in place) on the context's list of idle peers (fiatomic_lru_t),
+ * which keeps FIATOMIC_IDLE_PEERS_MAX of them: one more pushes the least
+ * recently used out, freed. An idle peer holds nothing and
  * is the same as a new one (its failed mark is cleared), so a reply
  * endpoint that UCP freed and reused at the same address meets a fresh
  * state.
@@ -33,11 +34,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-
-/* Small reply buffers kept for reuse. */
-
-/* Idle peers kept (~100 bytes each with their table slot). */
-#define FIATOMIC_IDLE_PEERS_MAX  1024
 
 /* Largest valid request: header, operands and compare values. */
 #define FIATOMIC_REQUEST_MAX \
@@ -93,8 +89,7 @@ static fiatomic_peer_t *fiatomic_peer_get(fiatomic_h fia, ucp_ep_h ep)
     if (iter != kh_end(peers)) {
         peer = kh_val(peers, iter);
         if (peer->idle) {
-            ucs_list_del(&peer->idle_list);
-            --fia->num_idle_peers;
+            fiatomic_lru_remove(&fia->idle_peers, &peer->idle_list);
             peer->idle = false;
         }
         return peer;
@@ -124,8 +119,7 @@ static void fiatomic_peer_free(fiatomic_peer_t *peer)
     khiter_t iter;
 
     if (peer->idle) {
-        ucs_list_del(&peer->idle_list);
-        --peer->fia->num_idle_peers;
+        fiatomic_lru_remove(&peer->fia->idle_peers, &peer->idle_list);
     }
     iter = kh_get(fiatomic_peers, peers, (uintptr_t)peer->ep);
     if (iter != kh_end(peers)) {
@@ -134,12 +128,23 @@ static void fiatomic_peer_free(fiatomic_peer_t *peer)
     free(peer);
 }
 
+/* An idle peer the idle list let go of (it is off the list already). */
+static void fiatomic_peer_free_idle(ucs_list_link_t *link)
+{
+    fiatomic_peer_t *peer = ucs_container_of(link, fiatomic_peer_t,
+                                             idle_list);
+
+    peer->idle = false;
+    fiatomic_peer_free(peer);
+}
+
 /* A peer is busy while UCP holds something of it: then its endpoint is
  * alive (a failed one completes our sends before it goes). Once nothing is
  * left it becomes idle (freed after fiatomic_destroy). */
 static void fiatomic_peer_put(fiatomic_peer_t *peer)
 {
     fiatomic_h fia = peer->fia;
+    ucs_list_link_t *out;
 
     if ((peer->replies > 0) || (peer->receiving > 0) ||
         !ucs_list_is_empty(&peer->held) || peer->idle) {
@@ -153,10 +158,9 @@ static void fiatomic_peer_put(fiatomic_peer_t *peer)
 
     peer->failed = false; /* as a new peer: the endpoint may be another */
     peer->idle   = true;
-    ucs_list_add_tail(&fia->idle_peers, &peer->idle_list);
-    if (++fia->num_idle_peers > FIATOMIC_IDLE_PEERS_MAX) {
-        fiatomic_peer_free(ucs_list_head(&fia->idle_peers, fiatomic_peer_t,
-                                         idle_list));
+    out          = fiatomic_lru_add(&fia->idle_peers, &peer->idle_list);
+    if (out != NULL) {
+        fiatomic_peer_free_idle(out);
     }
 }
 
@@ -554,8 +558,7 @@ ucs_status_t fiatomic_target_init(fiatomic_h fia)
 {
     unsigned i;
 
-    ucs_list_head_init(&fia->idle_peers);
-    fia->num_idle_peers     = 0;
+    fiatomic_lru_init(&fia->idle_peers, FIATOMIC_IDLE_PEERS_MAX);
     fiatomic_regions_init(&fia->regions, fia->wide_locks,
                           fia->op_timeout_ns);
     fia->peers              = kh_init(fiatomic_peers);
@@ -591,6 +594,7 @@ ucs_status_t fiatomic_target_init(fiatomic_h fia)
 void fiatomic_target_cleanup(fiatomic_h fia)
 {
     khash_t(fiatomic_peers) *peers = fia->peers;
+    ucs_list_link_t *link;
     khiter_t iter;
     unsigned i;
 
@@ -607,9 +611,8 @@ void fiatomic_target_cleanup(fiatomic_h fia)
         }
     }
     /* busy peers go when UCP gives back what it holds of them */
-    while (!ucs_list_is_empty(&fia->idle_peers)) {
-        fiatomic_peer_free(ucs_list_head(&fia->idle_peers, fiatomic_peer_t,
-                                         idle_list));
+    while ((link = fiatomic_lru_pop(&fia->idle_peers)) != NULL) {
+        fiatomic_peer_free_idle(link);
     }
 
     fiatomic_freelist_purge(&fia->free_replies, fiatomic_reply_buf_free_link);

@@ -1,7 +1,9 @@
 /**
  * The shared small containers of libfiatomic (fiatomic_handle.h): the
- * generation-checked handle table that names keys and target-side messages,
- * and the capped free list of the context's caches, against a plain model.
+ * generation-checked handle table that names keys, target-side messages and
+ * regions, the capped free list of the context's caches and the capped
+ * least-recently-used list of the target's idle peers, against plain
+ * models.
  */
 #include <gtest/gtest.h>
 
@@ -9,6 +11,7 @@ extern "C" {
 #include "fiatomic_handle.h"
 }
 
+#include <list>
 #include <map>
 #include <random>
 #include <vector>
@@ -158,6 +161,84 @@ TEST(freelist, keeps_at_most_its_cap_and_reuses_the_latest) {
     EXPECT_EQ(nullptr, fiatomic_freelist_get(&list));
     delete items[3];
     delete items[4];
+}
+
+int id_of(ucs_list_link_t *link)
+{
+    return (link != NULL) ? ucs_container_of(link, item, list)->id : -1;
+}
+
+TEST(lru, pushes_out_the_least_recently_used) {
+    fiatomic_lru_t lru;
+    item items[6];
+    int i;
+
+    fiatomic_lru_init(&lru, 4);
+    EXPECT_EQ(nullptr, fiatomic_lru_pop(&lru));
+    for (i = 0; i < 6; ++i) {
+        items[i].id = i;
+    }
+    for (i = 0; i < 4; ++i) {
+        EXPECT_EQ(nullptr, fiatomic_lru_add(&lru, &items[i].list));
+    }
+    EXPECT_EQ(4u, lru.count);
+
+    /* 1 used again and put back: 0 is now the least recently used, then 2 */
+    fiatomic_lru_remove(&lru, &items[1].list);
+    EXPECT_EQ(3u, lru.count);
+    EXPECT_EQ(nullptr, fiatomic_lru_add(&lru, &items[1].list));
+    EXPECT_EQ(0, id_of(fiatomic_lru_add(&lru, &items[4].list)));
+    EXPECT_EQ(2, id_of(fiatomic_lru_add(&lru, &items[5].list)));
+    EXPECT_EQ(4u, lru.count);
+
+    /* what is left, least recent first */
+    EXPECT_EQ(3, id_of(fiatomic_lru_pop(&lru)));
+    EXPECT_EQ(1, id_of(fiatomic_lru_pop(&lru)));
+    EXPECT_EQ(4, id_of(fiatomic_lru_pop(&lru)));
+    EXPECT_EQ(5, id_of(fiatomic_lru_pop(&lru)));
+    EXPECT_EQ(nullptr, fiatomic_lru_pop(&lru));
+    EXPECT_EQ(0u, lru.count);
+}
+
+/* Random use against a model (a std::list, least recent first): what the
+ * list pushes out and keeps is the model's. */
+TEST(lru, random_against_model) {
+    const unsigned cap = 16;
+    std::mt19937_64 rng(11);
+    std::vector<item> items(64);
+    std::vector<bool> on(items.size(), false);
+    std::list<int> model;
+    fiatomic_lru_t lru;
+    int i;
+
+    fiatomic_lru_init(&lru, cap);
+    for (i = 0; i < (int)items.size(); ++i) {
+        items[i].id = i;
+    }
+    for (int op = 0; op < 20000; ++op) {
+        i = (int)(rng() % items.size());
+        if (on[i]) { /* used again */
+            fiatomic_lru_remove(&lru, &items[i].list);
+            model.remove(i);
+            on[i] = false;
+        } else { /* unused: kept */
+            int out = id_of(fiatomic_lru_add(&lru, &items[i].list));
+            model.push_back(i);
+            on[i] = true;
+            if (model.size() > cap) {
+                ASSERT_EQ(model.front(), out) << "op " << op;
+                on[model.front()] = false;
+                model.pop_front();
+            } else {
+                ASSERT_EQ(-1, out) << "op " << op;
+            }
+        }
+        ASSERT_EQ(model.size(), lru.count);
+    }
+    for (int expected : model) {
+        EXPECT_EQ(expected, id_of(fiatomic_lru_pop(&lru)));
+    }
+    EXPECT_EQ(nullptr, fiatomic_lru_pop(&lru));
 }
 
 } // namespace
