@@ -10,19 +10,27 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-int tool_write_all(int fd, const void *buf, size_t len)
+/* Move all `len` bytes to (writing) or from fd through short transfers and
+ * EINTR: -1 when the other end is gone or fails. */
+static int tool_transfer_all(int fd, char *p, size_t len, int writing)
 {
-    const char *p = buf;
-    int is_socket  = 1;
+    int is_socket = writing; /* send() for MSG_NOSIGNAL on sockets; a pipe
+                                takes write() */
     ssize_t n;
 
     while (len > 0) {
-        /* send() for MSG_NOSIGNAL on sockets; a pipe takes write() */
-        n = is_socket ? send(fd, p, len, MSG_NOSIGNAL) : write(fd, p, len);
-        if ((n < 0) && (errno == ENOTSOCK) && is_socket) {
-            is_socket = 0;
-            continue;
-        } else if ((n < 0) && (errno == EINTR)) {
+        if (!writing) {
+            n = read(fd, p, len);
+        } else if (is_socket) {
+            n = send(fd, p, len, MSG_NOSIGNAL);
+            if ((n < 0) && (errno == ENOTSOCK)) {
+                is_socket = 0;
+                continue;
+            }
+        } else {
+            n = write(fd, p, len);
+        }
+        if ((n < 0) && (errno == EINTR)) {
             continue;
         } else if (n <= 0) {
             return -1;
@@ -33,22 +41,14 @@ int tool_write_all(int fd, const void *buf, size_t len)
     return 0;
 }
 
+int tool_write_all(int fd, const void *buf, size_t len)
+{
+    return tool_transfer_all(fd, (char*)buf, len, 1); /* only read from */
+}
+
 int tool_read_all(int fd, void *buf, size_t len)
 {
-    char *p = buf;
-    ssize_t n;
-
-    while (len > 0) {
-        n = read(fd, p, len);
-        if ((n < 0) && (errno == EINTR)) {
-            continue;
-        } else if (n <= 0) {
-            return -1;
-        }
-        p   += n;
-        len -= n;
-    }
-    return 0;
+    return tool_transfer_all(fd, buf, len, 0);
 }
 
 int tool_send_blob(int fd, const void *buf, size_t len)

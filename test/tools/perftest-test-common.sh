@@ -4,14 +4,13 @@
 # for temporary files removed at exit ($perftest_tmp), and the check that a
 # run printed no UCX error.
 
-perftest=${FIATOMIC_PERFTEST:-./src/tools/fiatomic_perftest}
-if [ ! -x "$perftest" ]; then
-    echo "SKIP: $perftest not built"
-    exit 77
-fi
+# shellcheck source-path=SCRIPTDIR source=test-common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/test-common.sh"
 
-perftest_tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$perftest_tmp"' EXIT
+perftest=${FIATOMIC_PERFTEST:-./src/tools/fiatomic_perftest}
+test_start "$perftest"
+# shellcheck disable=SC2034 # for the tests that source this file
+perftest_tmp=$test_tmp
 
 # perftest_ucx_trouble FILE...: true when the output in FILEs has a UCX
 # ERROR, WARN or FATAL line, a crash, or the tool lost its target

@@ -8,14 +8,9 @@
 # (a run makes ~13 of its own: measurement buffers, UCX).
 # Skipped where the tool cannot count (a sanitizer build owns malloc).
 set -u
-perftest=${FIATOMIC_PERFTEST:-./src/tools/fiatomic_perftest}
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
-
-if [ ! -x "$perftest" ]; then
-    echo "SKIP: $perftest not built"
-    exit 77
-fi
+# shellcheck source-path=SCRIPTDIR source=perftest-test-common.sh
+. "$(dirname "$0")/perftest-test-common.sh"
+log=$perftest_tmp/log
 
 timeout 300 "$perftest" --goal mallocs-per-call,rss-growth-mib -n 2000 \
     --transports tcp,posix --report-interval 0 > "$log" 2>&1
@@ -25,7 +20,7 @@ if grep -q 'mallocs not counted' "$log"; then
     exit 77
 fi
 fail=0
-if [ $rc -ne 0 ] || grep -qE 'UCX +(ERROR|WARN|FATAL)|Segmentation|lost the target|cannot' "$log"; then
+if [ $rc -ne 0 ] || perftest_ucx_trouble "$log" || grep -q 'cannot' "$log"; then
     echo "FAIL: fiatomic_perftest exit $rc"
     fail=1
 fi

@@ -9,14 +9,12 @@
 # while the target is stopped; it passes only if the test's peers are not
 # in the test's own process group.
 
-gtest=${FIATOMIC_GTEST:-./test/gtest/test_fiatomic}
-if [ ! -x "$gtest" ]; then
-    echo "SKIP: $gtest not built"
-    exit 77
-fi
+# shellcheck source-path=SCRIPTDIR source=test-common.sh
+. "$(dirname "$0")/test-common.sh"
 
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
+gtest=${FIATOMIC_GTEST:-./test/gtest/test_fiatomic}
+test_start "$gtest"
+tmp=$test_tmp
 
 # the subshell starts the test as a job of its own (set -m: a new process
 # group, the subshell its only parent in this session), waits until a
