@@ -196,7 +196,7 @@ static int perf_scale_gather(perf_scale_t *sc, perf_scale_proc_t *procs,
     struct pollfd pfd[PERF_SCALE_MAX_INITIATORS];
     uint64_t now, start = perf_scale_clock_ns(), last = start, calls;
     unsigned i, left;
-    int ret;
+    int ret, fresh = 0; /* a progress report came since the last line */
 
     for (;;) {
         left = 0;
@@ -241,10 +241,15 @@ static int perf_scale_gather(perf_scale_t *sc, perf_scale_proc_t *procs,
             }
             if (procs[i].msg.type != PERF_SCALE_PROGRESS) {
                 procs[i].state = (int)procs[i].msg.type;
+            } else {
+                fresh = 1;
             }
         }
         now = perf_scale_clock_ns();
-        if ((want == PERF_SCALE_DONE) && (perf_measure_report_seconds() > 0) &&
+        /* a line only on news from the initiators: the count of a span
+         * that ends before their first report would read 0 */
+        if ((want == PERF_SCALE_DONE) && fresh &&
+            (perf_measure_report_seconds() > 0) &&
             ((double)(now - last) >= perf_measure_report_seconds() * 1e9)) {
             for (i = 0, calls = 0; i < n; ++i) {
                 calls += procs[i].msg.calls;
@@ -252,7 +257,8 @@ static int perf_scale_gather(perf_scale_t *sc, perf_scale_proc_t *procs,
             fprintf(stderr, PERF_NAME ": %s: %.1f/%.1f s, %llu calls so "
                     "far\n", what, (double)(now - start) / 1e9, span_s,
                     (unsigned long long)calls);
-            last = now;
+            last  = now;
+            fresh = 0;
         }
     }
 }
