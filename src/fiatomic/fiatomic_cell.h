@@ -99,20 +99,27 @@ extern const fiatomic_cell_t
 fiatomic_cells[FIATOMIC_FAMILY_LAST][FIATOMIC_OP_COUNT]
               [FIATOMIC_DATATYPE_COUNT] __attribute__((visibility("hidden")));
 
-/** The cell, or NULL when (family, op, datatype) is not one (out-of-range
- *  values included). */
+/** The table entry of (family, op, datatype), a hole of the matrix
+ *  included, or NULL when a value is out of range. */
 static inline const fiatomic_cell_t *
-fiatomic_cell_get(int family, int op, int datatype)
+fiatomic_cell_entry(int family, int op, int datatype)
 {
-    const fiatomic_cell_t *cell;
-
     if (((unsigned)family >= FIATOMIC_FAMILY_LAST) ||
         ((unsigned)op >= FIATOMIC_OP_COUNT) ||
         ((unsigned)datatype >= FIATOMIC_DATATYPE_COUNT)) {
         return NULL;
     }
-    cell = &fiatomic_cells[family][op][datatype];
-    return (cell->combine != NULL) ? cell : NULL;
+    return &fiatomic_cells[family][op][datatype];
+}
+
+/** The cell, or NULL when (family, op, datatype) is not one (out-of-range
+ *  values included). */
+static inline const fiatomic_cell_t *
+fiatomic_cell_get(int family, int op, int datatype)
+{
+    const fiatomic_cell_t *cell = fiatomic_cell_entry(family, op, datatype);
+
+    return ((cell != NULL) && (cell->combine != NULL)) ? cell : NULL;
 }
 
 /** The library supports (family, op, datatype) at all (any configuration):

@@ -705,13 +705,11 @@ fiatomic_one_direct(fiatomic_ep_h ep, const fiatomic_cell_t *cell,
 static UCS_F_ALWAYS_INLINE const fiatomic_cell_t *
 fiatomic_one_cpu_cell(fiatomic_family_t family, int op, int datatype)
 {
-    const fiatomic_cell_t *cell;
+    const fiatomic_cell_t *cell = fiatomic_cell_entry(family, op, datatype);
 
-    if (ucs_unlikely(((unsigned)op >= FIATOMIC_OP_COUNT) ||
-                     ((unsigned)datatype >= FIATOMIC_DATATYPE_COUNT))) {
+    if (ucs_unlikely(cell == NULL)) {
         return NULL;
     }
-    cell = &fiatomic_cells[family][op][datatype];
     /* a pointer from here on: without this, the compiler computes the
      * address from op and datatype again at each use of a field */
     __asm__("" : "+r"(cell));
