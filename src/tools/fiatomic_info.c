@@ -197,15 +197,16 @@ static int info_op_in_family(fiatomic_ep_h ep, uint64_t key, int family,
 /* One block per family: a row per datatype, named in full (DOUBLE and
  * DOUBLE_COMPLEX must not look alike), a column per op of the family. */
 static void info_print_table(FILE *out, fiatomic_ep_h ep, uint64_t key,
-                             unsigned *supported, unsigned *small_supported)
+                             unsigned *supported,
+                             unsigned *small_supported)
 {
     fiatomic_cell_info_t info;
     int family, op, dt, width;
     int ops[FI_ATOMIC_OP_LAST], num_ops;
 
-    fprintf(out, "strategy per cell: N native, C cas, D direct, T target-side,"
-           " x unsupported here,"
-           " . not a cell; * completion needs target progress\n");
+    fprintf(out, "strategy per cell: N native, C cas, D direct, "
+            "T target-side, x unsupported here, . not a cell; "
+            "* completion needs target progress\n");
     for (family = 0; family < FIATOMIC_FAMILY_LAST; ++family) {
         num_ops = 0;
         for (op = 0; op < FI_ATOMIC_OP_LAST; ++op) {
@@ -215,7 +216,8 @@ static void info_print_table(FILE *out, fiatomic_ep_h ep, uint64_t key,
         }
 
         /* "FI_LONG_DOUBLE_COMPLEX" -> "LONG_DOUBLE_COMPLEX" */
-        fprintf(out, "\n%s family\n%-20s", fiatomic_family_name(family), "");
+        fprintf(out, "\n%s family\n%-20s", fiatomic_family_name(family),
+                "");
         for (op = 0; op < num_ops; ++op) {
             fprintf(out, " %s", fiatomic_op_name(ops[op]) + 3);
         }
@@ -249,7 +251,8 @@ static void info_print_csv(FILE *out, fiatomic_ep_h ep, uint64_t key, int all,
     fiatomic_cell_info_t info;
     int family, op, dt, ret;
 
-    fprintf(out, "family,op,datatype,supported,strategy,needs_target_progress\n");
+    fprintf(out, "family,op,datatype,supported,strategy,"
+            "needs_target_progress\n");
     for (family = 0; family < FIATOMIC_FAMILY_LAST; ++family) {
         for (op = 0; op < FI_ATOMIC_OP_LAST; ++op) {
             for (dt = 0; dt <= FI_UINT128; ++dt) {
@@ -261,11 +264,12 @@ static void info_print_csv(FILE *out, fiatomic_ep_h ep, uint64_t key, int all,
                     info.strategy              = FIATOMIC_STRATEGY_NONE;
                     info.needs_target_progress = 0;
                 }
-                fprintf(out, "%s,%s,%s,%d,%s,%d\n", fiatomic_family_name(family),
-                       fiatomic_op_name(op), fiatomic_datatype_name(dt),
-                       info.strategy != FIATOMIC_STRATEGY_NONE,
-                       fiatomic_strategy_name(info.strategy),
-                       info.needs_target_progress);
+                fprintf(out, "%s,%s,%s,%d,%s,%d\n",
+                        fiatomic_family_name(family), fiatomic_op_name(op),
+                        fiatomic_datatype_name(dt),
+                        info.strategy != FIATOMIC_STRATEGY_NONE,
+                        fiatomic_strategy_name(info.strategy),
+                        info.needs_target_progress);
                 if (info.strategy != FIATOMIC_STRATEGY_NONE) {
                     ++*supported;
                     *small_supported += info_is_small(dt);
