@@ -94,8 +94,8 @@ run_example() {
         # a target in the background, an initiator of it on localhost
         p=$(port)
         "$perf" --server -p "$p" > "$tmp/server" 2>&1 &
-        local spid=$! i
-        for i in $(seq 100); do
+        local spid=$!
+        for _ in $(seq 100); do
             grep -q "^Waiting for connection on port $p" "$tmp/server" && break
             sleep 0.05
         done
@@ -107,7 +107,7 @@ run_example() {
                     has "$tmp/out" "^\+ fiatomic_perftest: fetch MIN UINT64, count 1, window 64" "localhost -o min";;
         esac
         # the server serves one initiator, then exits
-        for i in $(seq 100); do kill -0 $spid 2> /dev/null || break; sleep 0.05; done
+        for _ in $(seq 100); do kill -0 $spid 2> /dev/null || break; sleep 0.05; done
         if kill -0 $spid 2> /dev/null; then
             bad "--server did not exit after its initiator"; kill $spid
         else
@@ -194,6 +194,8 @@ sed -n '/^\.SH GOALS/,/^\.SH [^G]/p' "$src/man/fiatomic_perftest.1" |
 
 echo "=== every documented option: a good value runs, a bad one is refused ==="
 p=$(port)
+# a CPU of this process's affinity mask, for --pin
+cpu=$(sed -nE 's/^Cpus_allowed_list:[[:space:]]*([0-9]+).*/\1/p' /proc/self/status)
 # runs that pass good values, each option of the pages in at least one
 good_runs=(
     "$info|--csv"
@@ -204,7 +206,7 @@ good_runs=(
     "$info|--help"
     "$info|-V"
     "$info|--version"
-    "$perf|-f compare -o cswap_le -d u32 -c 2 -W 4 -n 200 -w 10 --strategy auto --baseline ucp --ordered --verify --verify-count 4 --csv --pin 0,0 --report-interval 0"
+    "$perf|-f compare -o cswap_le -d u32 -c 2 -W 4 -n 200 -w 10 --strategy auto --baseline ucp --ordered --verify --verify-count 4 --csv --pin $cpu,$cpu --report-interval 0"
     "$perf|--family base --op bor --datatype u16 --count 3 --window 2 --iters 100 --warmup 0 --no-verify --progress --baseline libfabric"
     "$perf|--matrix --transports posix -n 5 -w 1 --strategy direct"
     "$perf|--goals --goal rss-growth-mib --transports posix -n 5"
@@ -260,7 +262,7 @@ bad_runs=(
     "$perf|--csv=x|doesn't allow an argument"
     "$perf|--progress=x|doesn't allow an argument"
     "$perf|--report-interval x|invalid report interval 'x'"
-    "$perf|--pin 0,99|CPU 99 is not one this process may run on"
+    "$perf|--pin $cpu,4096|CPU 4096 is not one this process may run on"
     "$perf|-h extra|unexpected argument"
     "$perf|--help=x|doesn't allow an argument"
     "$perf|-V extra|unexpected argument"
@@ -275,7 +277,7 @@ for run in "${good_runs[@]}"; do
         # shellcheck disable=SC2086
         "$tool" ${args%&} > "$tmp/server" 2>&1 &
         spid=$!
-        for i in $(seq 100); do grep -q "^Waiting" "$tmp/server" && break; sleep 0.05; done
+        for _ in $(seq 100); do grep -q "^Waiting" "$tmp/server" && break; sleep 0.05; done
         expect 0 "^Final:" "" -- "$perf" localhost --port "$p" -n 100 -w 10
         wait $spid && ok || bad "$tool $args: exit $?"
         continue
