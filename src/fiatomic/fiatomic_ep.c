@@ -51,7 +51,8 @@ static ucs_status_t fiatomic_ep_create_locked(fiatomic_h fia, ucp_ep_h ucp_ep,
     ep->msg_order    = msg_order;
     ep->silent_error = UCS_OK;
     ep->flush_status = UCS_OK;
-    fiatomic_handle_table_init(&ep->keys, UINT32_MAX);
+    /* a key of another endpoint, even one freed before, names nothing */
+    fiatomic_handle_table_init_unique(&ep->keys, UINT32_MAX);
     ucs_list_head_init(&ep->outstanding_list);
     ucs_list_head_init(&ep->deferred);
     ucs_list_head_init(&ep->target.am_pending);
