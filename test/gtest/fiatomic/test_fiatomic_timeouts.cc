@@ -7,7 +7,8 @@
  * a timeout of UCP's own operations the endpoint has failed: later calls
  * fail at once, every operation was reported exactly once (callbacks and
  * the bound counter), and the late completions UCP delivers once the
- * target continues change nothing the user sees.
+ * target continues change nothing the user sees; another endpoint of the
+ * same context goes on working.
  *
  * Each test has its own target process (its own process group, stopped
  * and continued by signals) and a short timeout, so that a test costs
@@ -187,12 +188,23 @@ protected:
  * (target-side: only the message, the endpoint stays usable). */
 TEST_P(timeouts, stopped_target)
 {
+        fiatomic_request_param_t p2;
+    ucp_ep_h ucp_ep2;
+    fiatomic_ep_h ep2;
+    std::string error;
+    uint64_t k2, old2 = 0;
     double elapsed;
     seen s0, s1;
 
     ASSERT_NO_FATAL_FAILURE(connect());
     ASSERT_EQ(UCS_OK, m_conn->wait(post_fetch_add(0, &s0), 30.0));
     ASSERT_EQ(1u, fiatomic_cntr_read(m_cntr));
+    /* another endpoint of the same context to the same target, idle while
+     * the first one times out */
+    const std::vector<uint8_t> &packed = m_conn->tgt().info().key[0];
+    ASSERT_TRUE(m_conn->create_second_ep(&ucp_ep2, &ep2, &error)) << error;
+    ASSERT_EQ(UCS_OK, fiatomic_rkey_unpack(ep2, packed.data(), packed.size(),
+                                           &k2));
 
     ASSERT_NO_FATAL_FAILURE(stop_target());
     m_result = 12345;
@@ -215,6 +227,16 @@ TEST_P(timeouts, stopped_target)
     } else {
         expect_failed_ep();
     }
+
+    /* the other endpoint was not touched by the failure */
+    memset(&p2, 0, sizeof(p2));
+    EXPECT_EQ(UCS_OK, m_conn->wait(fiatomic_fetch_atomic_nbx(
+                                           ep2, &m_one, 1, &old2,
+                                           m_conn->base(0) + 64 * 8, k2,
+                                           FI_UINT64, FI_SUM, &p2), 30.0))
+            << "another endpoint failed with the first";
+    EXPECT_EQ(UCS_OK, m_conn->wait(fiatomic_ep_flush_nbx(ep2, &p2), 30.0));
+    m_conn->destroy_second_ep(ucp_ep2, ep2);
 }
 
 /* A window of operations, a fence and a flush behind them: all end within
