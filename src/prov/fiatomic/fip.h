@@ -1,0 +1,120 @@
+/**
+ * The libfabric provider "fiatomic": its objects and the functions its files
+ * share. Each object embeds libfabric's fid structure first, so that a
+ * struct fid_* pointer the core hands back converts to the provider's object
+ * with container_of-style casts (fip_*_from_fid).
+ *
+ * Files: fip_init.c (fi_prov_ini, the provider), fip_attr.c (the attributes
+ * the provider offers), fip_getinfo.c (hint matching), fip_fabric.c,
+ * fip_domain.c (UCP context, worker and libfiatomic context; fi_query_atomic),
+ * fip_nosys.c (the answers for what the provider does not implement).
+ */
+#ifndef FIP_H_
+#define FIP_H_
+
+#include <fiatomic.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/providers/fi_prov.h>
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FIP_PROV_NAME    "fiatomic"
+#define FIP_FABRIC_NAME  "fiatomic"
+#define FIP_DOMAIN_NAME  "ucp"
+/* provider version: the project's 0.1 */
+#define FIP_PROV_VERSION FI_VERSION(0, 1)
+/* the API the provider was built against serves callers asking for it or
+ * any older one */
+#define FIP_FI_VERSION   FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
+
+#define fip_container_of(_ptr, _type, _member) \
+    ((_type*)((char*)(_ptr) - offsetof(_type, _member)))
+
+extern struct fi_provider fip_provider;
+
+typedef struct fip_fabric {
+    struct fid_fabric fabric_fid;
+    int               domains;     /* open domains (fi_close -> -FI_EBUSY) */
+    pthread_mutex_t   lock;
+} fip_fabric_t;
+
+typedef struct fip_domain {
+    struct fid_domain  domain_fid;
+    fip_fabric_t       *fabric;
+    ucp_context_h      ucp_context;
+    ucp_worker_h       ucp_worker;
+    fiatomic_h         fia;
+    enum fi_threading  threading;
+    enum fi_progress   data_progress;
+    uint64_t           mr_mode;
+    int                children;    /* objects opened on the domain */
+    pthread_mutex_t    lock;
+} fip_domain_t;
+
+
+/* ---- attributes (fip_attr.c) ------------------------------------------ */
+
+/** The capabilities the provider implements: the only ones it offers. */
+#define FIP_CAPS            0ULL
+/** Operation flags a transmit context accepts as defaults (op_flags). */
+#define FIP_TX_OP_FLAGS     0ULL
+/** Orderings the provider guarantees (msg_order). */
+#define FIP_MSG_ORDER       0ULL
+/** The two memory registration modes: program-chosen keys with offset
+ *  addressing (0), and provider keys on virtual addresses of allocated
+ *  memory. */
+#define FIP_MR_MODE_PROV    (FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | \
+                             FI_MR_ALLOCATED)
+#define FIP_MR_MODE_PROGRAM 0ULL
+
+/** Fill a fresh fi_info (from fi_allocinfo) with the provider's attributes
+ *  and the given memory registration mode. */
+void fip_attr_fill(struct fi_info *info, uint64_t mr_mode);
+
+
+/* ---- getinfo (fip_getinfo.c) ------------------------------------------ */
+
+int fip_getinfo(uint32_t version, const char *node, const char *service,
+                uint64_t flags, const struct fi_info *hints,
+                struct fi_info **info_p);
+
+/**
+ * Whether `hints` accept the offer `prov` (an info from fip_attr_fill), as
+ * fi_getinfo(3) of libfabric 1.17 defines it; 0 if so, else -FI_ENODATA.
+ * On success the offer is narrowed to what the hints ask (progress,
+ * threading, capabilities) so that it describes the objects the caller
+ * will open.
+ */
+int fip_info_match(uint32_t version, const struct fi_info *hints,
+                   struct fi_info *prov);
+
+/** Whether `info`, given to fi_domain, asks only what one of the offers
+ *  gives: 0, else -FI_EINVAL. */
+int fip_getinfo_check_open(uint32_t version, const struct fi_info *info);
+
+
+/* ---- objects ------------------------------------------------------------ */
+
+int fip_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric_p,
+                    void *context);
+
+int fip_domain_open(struct fid_fabric *fabric, struct fi_info *info,
+                    struct fid_domain **domain_p, void *context);
+
+/* fip_nosys.c: what the provider does not implement */
+int fip_nosys_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
+int fip_nosys_control(struct fid *fid, int command, void *arg);
+int fip_nosys_ops_open(struct fid *fid, const char *name, uint64_t flags,
+                       void **ops, void *context);
+int fip_nosys_tostr(const struct fid *fid, char *buf, size_t len);
+int fip_nosys_ops_set(struct fid *fid, const char *name, uint64_t flags,
+                      void *ops, void *context);
+
+#endif
