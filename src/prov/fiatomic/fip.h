@@ -7,6 +7,7 @@
  * Files: fip_init.c (fi_prov_ini, the provider), fip_attr.c (the attributes
  * the provider offers), fip_getinfo.c (hint matching), fip_fabric.c,
  * fip_domain.c (UCP context, worker and libfiatomic context; fi_query_atomic),
+ * fip_cntr.c (counters),
  * fip_nosys.c (the answers for what the provider does not implement).
  */
 #ifndef FIP_H_
@@ -18,6 +19,7 @@
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
 #include <rdma/providers/fi_prov.h>
 
@@ -57,6 +59,16 @@ typedef struct fip_domain {
     int                children;    /* objects opened on the domain */
     pthread_mutex_t    lock;
 } fip_domain_t;
+
+typedef struct fip_cntr {
+    struct fid_cntr    cntr_fid;
+    fip_domain_t       *domain;
+    uint64_t           value;   /* atomic: read without the lock */
+    uint64_t           errors;  /* atomic */
+    int                bound;   /* endpoints bound (fi_close -> -FI_EBUSY) */
+    pthread_mutex_t    lock;    /* updates and waiters */
+    pthread_cond_t     cond;    /* CLOCK_MONOTONIC */
+} fip_cntr_t;
 
 
 /* ---- attributes (fip_attr.c) ------------------------------------------ */
@@ -107,6 +119,20 @@ int fip_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric_p,
 
 int fip_domain_open(struct fid_fabric *fabric, struct fi_info *info,
                     struct fid_domain **domain_p, void *context);
+
+/** Objects opened on a domain: it cannot close while any is open. */
+void fip_domain_child_add(fip_domain_t *domain);
+void fip_domain_child_remove(fip_domain_t *domain);
+
+/** One round of the domain's progress where the program drives it
+ *  (FI_PROGRESS_MANUAL); nothing under automatic progress. */
+void fip_domain_progress(fip_domain_t *domain);
+
+int fip_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
+                  struct fid_cntr **cntr_p, void *context);
+
+/** Count one completed operation, as a success or an error. */
+void fip_cntr_inc(fip_cntr_t *cntr, int error);
 
 /* fip_nosys.c: what the provider does not implement */
 int fip_nosys_bind(struct fid *fid, struct fid *bfid, uint64_t flags);

@@ -33,6 +33,27 @@ static void fip_domain_release(fip_domain_t *domain)
     free(domain);
 }
 
+void fip_domain_child_add(fip_domain_t *domain)
+{
+    pthread_mutex_lock(&domain->lock);
+    ++domain->children;
+    pthread_mutex_unlock(&domain->lock);
+}
+
+void fip_domain_child_remove(fip_domain_t *domain)
+{
+    pthread_mutex_lock(&domain->lock);
+    --domain->children;
+    pthread_mutex_unlock(&domain->lock);
+}
+
+void fip_domain_progress(fip_domain_t *domain)
+{
+    if (domain->data_progress == FI_PROGRESS_MANUAL) {
+        ucp_worker_progress(domain->ucp_worker);
+    }
+}
+
 static int fip_domain_close(struct fid *fid)
 {
     fip_domain_t *domain = fip_container_of(fid, fip_domain_t,
@@ -85,13 +106,6 @@ static int fip_domain_nosys_cq(struct fid_domain *domain,
 static int fip_domain_nosys_ep(struct fid_domain *domain,
                                struct fi_info *info, struct fid_ep **ep,
                                void *context)
-{
-    return -FI_ENOSYS;
-}
-
-static int fip_domain_nosys_cntr(struct fid_domain *domain,
-                                 struct fi_cntr_attr *attr,
-                                 struct fid_cntr **cntr, void *context)
 {
     return -FI_ENOSYS;
 }
@@ -172,7 +186,7 @@ static struct fi_ops_domain fip_domain_ops = {
     .cq_open          = fip_domain_nosys_cq,
     .endpoint         = fip_domain_nosys_ep,
     .scalable_ep      = fip_domain_nosys_ep,
-    .cntr_open        = fip_domain_nosys_cntr,
+    .cntr_open        = fip_cntr_open,
     .poll_open        = fip_domain_nosys_poll,
     .stx_ctx          = fip_domain_nosys_stx,
     .srx_ctx          = fip_domain_nosys_srx,

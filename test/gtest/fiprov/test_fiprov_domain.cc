@@ -153,10 +153,8 @@ TEST_F(domain, objects_not_implemented_say_so)
     struct fid_domain *dom;
     struct fi_av_attr av_attr = {};
     struct fi_cq_attr cq_attr = {};
-    struct fi_cntr_attr cntr_attr = {};
     struct fid_av *av = NULL;
     struct fid_cq *cq = NULL;
-    struct fid_cntr *cntr = NULL;
     struct fid_ep *ep = NULL;
     struct fid_mr *mr = NULL;
     char buf[64];
@@ -164,7 +162,6 @@ TEST_F(domain, objects_not_implemented_say_so)
     ASSERT_EQ(0, fi_domain(m_fabric, m_head, &dom, NULL));
     EXPECT_EQ(-FI_ENOSYS, fi_av_open(dom, &av_attr, &av, NULL));
     EXPECT_EQ(-FI_ENOSYS, fi_cq_open(dom, &cq_attr, &cq, NULL));
-    EXPECT_EQ(-FI_ENOSYS, fi_cntr_open(dom, &cntr_attr, &cntr, NULL));
     EXPECT_EQ(-FI_ENOSYS, fi_endpoint(dom, m_head, &ep, NULL));
     EXPECT_EQ(-FI_ENOSYS, fi_mr_reg(dom, buf, sizeof(buf),
                                     FI_REMOTE_WRITE, 0, 1, 0, &mr, NULL));
