@@ -7,7 +7,7 @@
  * Files: fip_init.c (fi_prov_ini, the provider), fip_attr.c (the attributes
  * the provider offers), fip_getinfo.c (hint matching), fip_fabric.c,
  * fip_domain.c (UCP context, worker and libfiatomic context; fi_query_atomic),
- * fip_cntr.c (counters),
+ * fip_cntr.c (counters), fip_mr.c (memory registration, key table),
  * fip_nosys.c (the answers for what the provider does not implement).
  */
 #ifndef FIP_H_
@@ -47,6 +47,12 @@ typedef struct fip_fabric {
     pthread_mutex_t   lock;
 } fip_fabric_t;
 
+/* the key table: buckets of a domain's regions, and their cap */
+#define FIP_MR_BUCKETS 256
+#define FIP_MR_MAX     65536
+
+typedef struct fip_mr fip_mr_t;
+
 typedef struct fip_domain {
     struct fid_domain  domain_fid;
     fip_fabric_t       *fabric;
@@ -57,8 +63,21 @@ typedef struct fip_domain {
     enum fi_progress   data_progress;
     uint64_t           mr_mode;
     int                children;    /* objects opened on the domain */
+    fip_mr_t           *mr_buckets[FIP_MR_BUCKETS]; /* under lock */
+    size_t             mr_count;
     pthread_mutex_t    lock;
 } fip_domain_t;
+
+struct fip_mr {
+    struct fid_mr      mr_fid;      /* key: the region's 64-bit key */
+    fip_domain_t       *domain;
+    fip_mr_t           *next;       /* in its key table bucket */
+    void               *addr;
+    size_t             length;
+    uint64_t           access;
+    uint64_t           remote_base; /* the address peers give for addr */
+    fiatomic_mem_h     mem;         /* NULL without remote access */
+};
 
 typedef struct fip_cntr {
     struct fid_cntr    cntr_fid;
@@ -130,6 +149,11 @@ void fip_domain_progress(fip_domain_t *domain);
 
 int fip_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
                   struct fid_cntr **cntr_p, void *context);
+
+extern struct fi_ops_mr fip_mr_ops;
+
+/** The domain's region of key `key`, NULL if none. */
+fip_mr_t *fip_mr_lookup(fip_domain_t *domain, uint64_t key);
 
 /** Count one completed operation, as a success or an error. */
 void fip_cntr_inc(fip_cntr_t *cntr, int error);

@@ -146,30 +146,6 @@ static int fip_domain_nosys_ep2(struct fid_domain *domain,
     return -FI_ENOSYS;
 }
 
-static int fip_domain_nosys_reg(struct fid *fid, const void *buf, size_t len,
-                                uint64_t access, uint64_t offset,
-                                uint64_t requested_key, uint64_t flags,
-                                struct fid_mr **mr, void *context)
-{
-    return -FI_ENOSYS;
-}
-
-static int fip_domain_nosys_regv(struct fid *fid, const struct iovec *iov,
-                                 size_t count, uint64_t access,
-                                 uint64_t offset, uint64_t requested_key,
-                                 uint64_t flags, struct fid_mr **mr,
-                                 void *context)
-{
-    return -FI_ENOSYS;
-}
-
-static int fip_domain_nosys_regattr(struct fid *fid,
-                                    const struct fi_mr_attr *attr,
-                                    uint64_t flags, struct fid_mr **mr)
-{
-    return -FI_ENOSYS;
-}
-
 static struct fi_ops fip_domain_fi_ops = {
     .size     = sizeof(struct fi_ops),
     .close    = fip_domain_close,
@@ -195,12 +171,16 @@ static struct fi_ops_domain fip_domain_ops = {
     .endpoint2        = fip_domain_nosys_ep2
 };
 
-static struct fi_ops_mr fip_domain_mr_ops = {
-    .size    = sizeof(struct fi_ops_mr),
-    .reg     = fip_domain_nosys_reg,
-    .regv    = fip_domain_nosys_regv,
-    .regattr = fip_domain_nosys_regattr
-};
+/* the mode of an offer the info matched (fip_getinfo_check_open): provider
+ * keys when it has all their bits or says FI_MR_BASIC (before API 1.5) */
+static uint64_t fip_domain_mr_mode(int mr_mode)
+{
+    if ((mr_mode == FI_MR_BASIC) ||
+        (((uint64_t)mr_mode & FIP_MR_MODE_PROV) == FIP_MR_MODE_PROV)) {
+        return FIP_MR_MODE_PROV;
+    }
+    return FIP_MR_MODE_PROGRAM;
+}
 
 static int fip_domain_ucp_open(fip_domain_t *domain)
 {
@@ -271,7 +251,7 @@ int fip_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
         if (info->domain_attr->data_progress != FI_PROGRESS_UNSPEC) {
             domain->data_progress = info->domain_attr->data_progress;
         }
-        domain->mr_mode = (uint64_t)info->domain_attr->mr_mode;
+        domain->mr_mode = fip_domain_mr_mode(info->domain_attr->mr_mode);
     }
 
     ret = fip_domain_ucp_open(domain);
@@ -284,7 +264,7 @@ int fip_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
     domain->domain_fid.fid.context = context;
     domain->domain_fid.fid.ops     = &fip_domain_fi_ops;
     domain->domain_fid.ops         = &fip_domain_ops;
-    domain->domain_fid.mr          = &fip_domain_mr_ops;
+    domain->domain_fid.mr          = &fip_mr_ops;
 
     pthread_mutex_lock(&fabric->lock);
     ++fabric->domains;

@@ -156,18 +156,13 @@ TEST_F(domain, objects_not_implemented_say_so)
     struct fid_av *av = NULL;
     struct fid_cq *cq = NULL;
     struct fid_ep *ep = NULL;
-    struct fid_mr *mr = NULL;
-    char buf[64];
 
     ASSERT_EQ(0, fi_domain(m_fabric, m_head, &dom, NULL));
     EXPECT_EQ(-FI_ENOSYS, fi_av_open(dom, &av_attr, &av, NULL));
     EXPECT_EQ(-FI_ENOSYS, fi_cq_open(dom, &cq_attr, &cq, NULL));
     EXPECT_EQ(-FI_ENOSYS, fi_endpoint(dom, m_head, &ep, NULL));
-    EXPECT_EQ(-FI_ENOSYS, fi_mr_reg(dom, buf, sizeof(buf),
-                                    FI_REMOTE_WRITE, 0, 1, 0, &mr, NULL));
     EXPECT_EQ(nullptr, av);
     EXPECT_EQ(nullptr, ep);
-    EXPECT_EQ(nullptr, mr);
     EXPECT_EQ(0, fi_close(&dom->fid));
 }
 
