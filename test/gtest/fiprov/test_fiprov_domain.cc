@@ -9,6 +9,10 @@
 
 #include <fiatomic_ref.h>
 
+#include <stdlib.h>
+
+#include <string>
+
 using namespace fiprov_test;
 
 namespace {
@@ -83,7 +87,38 @@ TEST_F(domain, info_not_offered_is_refused)
     fi_freeinfo(info);
 }
 
-TEST_F(domain, query_atomic_matches_the_reference_cells)
+/* fi_query_atomic over one UCX transport selection (UCX reads UCX_TLS when
+ * the domain's UCP context is created) */
+class domain_tls : public domain,
+                   public testing::WithParamInterface<const char*> {
+protected:
+    void SetUp() override
+    {
+        const char *saved = getenv("UCX_TLS");
+
+        m_saved_set = (saved != NULL);
+        if (m_saved_set) {
+            m_saved = saved;
+        }
+        setenv("UCX_TLS", GetParam(), 1);
+        domain::SetUp();
+    }
+
+    void TearDown() override
+    {
+        domain::TearDown();
+        if (m_saved_set) {
+            setenv("UCX_TLS", m_saved.c_str(), 1);
+        } else {
+            unsetenv("UCX_TLS");
+        }
+    }
+
+    bool        m_saved_set = false;
+    std::string m_saved;
+};
+
+TEST_P(domain_tls, query_atomic_matches_the_reference_cells)
 {
     static const uint64_t family_flags[FIATOMIC_REF_FAMILY_LAST] = {
         0, FI_FETCH_ATOMIC, FI_COMPARE_ATOMIC
@@ -103,7 +138,7 @@ TEST_F(domain, query_atomic_matches_the_reference_cells)
                 if (fiatomic_ref_cell_defined(family, op, dt)) {
                     ++defined;
                     /* every defined cell executes through libfiatomic
-                     * (target-side execution covers any transport) */
+                     * (its target-side execution covers any transport) */
                     EXPECT_EQ(0, ret) << fiatomic_ref_family_name(family)
                         << " " << fiatomic_ref_op_name(op) << " "
                         << fiatomic_ref_datatype_name(dt);
@@ -126,6 +161,13 @@ TEST_F(domain, query_atomic_matches_the_reference_cells)
     EXPECT_EQ(defined, answered);
     EXPECT_EQ(0, fi_close(&dom->fid));
 }
+
+INSTANTIATE_TEST_SUITE_P(tls, domain_tls,
+                         testing::Values("posix,self", "tcp,self"),
+                         [](const testing::TestParamInfo<const char*> &info) {
+                             return std::string(info.param).substr(
+                                 0, std::string(info.param).find(','));
+                         });
 
 TEST_F(domain, query_atomic_bad_input)
 {

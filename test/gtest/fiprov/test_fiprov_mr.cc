@@ -8,6 +8,7 @@
 #include "fiprov_test.h"
 
 #include <set>
+#include <thread>
 #include <vector>
 
 using namespace fiprov_test;
@@ -154,6 +155,52 @@ TEST_F(mr, many_regions)
                                         count - i, 0, &dup, NULL));
         EXPECT_EQ(0, fi_close(&regions[i]->fid));
     }
+}
+
+TEST_F(mr, concurrent_registration)
+{
+    static const int threads = 4, rounds = 300;
+    struct fid_domain *d = open_domain(true);
+    std::vector<std::set<uint64_t>> keys(threads);
+    std::vector<std::thread> workers;
+    std::set<uint64_t> all;
+    size_t total = 0;
+
+    /* FI_THREAD_SAFE (the offer's): threads register and close at once;
+     * the keys a thread holds at the same time are distinct */
+    ASSERT_NE(nullptr, d);
+    for (int t = 0; t < threads; ++t) {
+        workers.emplace_back([this, d, t, &keys]() {
+            std::vector<struct fid_mr*> held;
+
+            for (int i = 0; i < rounds; ++i) {
+                struct fid_mr *m;
+
+                if (fi_mr_reg(d, m_buf[t], sizeof(m_buf[t]), remote_rw, 0,
+                              0, 0, &m, NULL) != 0) {
+                    return;
+                }
+                keys[t].insert(fi_mr_key(m));
+                held.push_back(m);
+                if (held.size() > 8) {
+                    fi_close(&held.front()->fid);
+                    held.erase(held.begin());
+                }
+            }
+            for (struct fid_mr *m : held) {
+                fi_close(&m->fid);
+            }
+        });
+    }
+    for (auto &w : workers) {
+        w.join();
+    }
+    for (auto &k : keys) {
+        EXPECT_EQ((size_t)rounds, k.size());
+        total += k.size();
+        all.insert(k.begin(), k.end());
+    }
+    EXPECT_EQ(total, all.size());
 }
 
 TEST_F(mr, regv_and_regattr)
