@@ -2,7 +2,7 @@
  * The libfabric provider "fiatomic": its objects and the functions its files
  * share. Each object embeds libfabric's fid structure first, so that a
  * struct fid_* pointer the core hands back converts to the provider's object
- * with container_of-style casts (fip_*_from_fid).
+ * with fip_container_of().
  *
  * Files: fip_init.c (fi_prov_ini, the provider), fip_attr.c (the attributes
  * the provider offers), fip_getinfo.c (hint matching), fip_fabric.c,
