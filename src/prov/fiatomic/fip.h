@@ -8,7 +8,8 @@
  * the provider offers), fip_getinfo.c (hint matching), fip_fabric.c,
  * fip_domain.c (UCP context, worker and libfiatomic context; fi_query_atomic),
  * fip_cntr.c (counters), fip_mr.c (memory registration, key table),
- * fip_nosys.c (the answers for what the provider does not implement).
+ * fip_addr.c (the fixed-length endpoint address), fip_av.c (address
+ * vectors), fip_nosys.c (the answers for what the provider does not implement).
  */
 #ifndef FIP_H_
 #define FIP_H_
@@ -88,6 +89,60 @@ typedef struct fip_cntr {
     pthread_mutex_t    lock;    /* updates and waiters */
     pthread_cond_t     cond;    /* CLOCK_MONOTONIC */
 } fip_cntr_t;
+
+/* ---- addresses (fip_addr.c) ------------------------------------------- */
+
+/** The packed address's length in bytes: the same on every process. */
+#define FIP_ADDR_LEN         24
+#define FIP_ADDR_VERSION     1
+#define FIP_ADDR_FAMILY_IPV4 4
+/** Room for fip_addr_str's text and its NUL. */
+#define FIP_ADDR_STRLEN      64
+
+/** A decoded address, host byte order. */
+typedef struct fip_addr {
+    uint32_t ipv4;     /* where the peer's domain listens */
+    uint16_t port;
+    uint32_t ep_id;    /* the endpoint in that domain */
+    uint64_t nonce;    /* random, not zero: tells endpoints apart over time */
+} fip_addr_t;
+
+/** Pack into FIP_ADDR_LEN bytes. */
+void fip_addr_pack(const fip_addr_t *addr, uint8_t *buf);
+
+/** Decode and validate `len` bytes from the program or a peer: 0, or
+ *  -FI_EINVAL when short, of another version or family, with a non-zero
+ *  reserved field, or with a zero port, IPv4 address or nonce. */
+int fip_addr_unpack(const void *buf, size_t len, fip_addr_t *addr);
+
+/** The address as text into buf (at most len bytes, NUL-terminated);
+ *  returns the length it needs with its NUL. */
+size_t fip_addr_str(const fip_addr_t *addr, char *buf, size_t len);
+
+
+/* ---- address vectors (fip_av.c) ---------------------------------------- */
+
+/** The most entries an address vector holds (inserted ones, removed ones
+ *  included: their indices are not reused). */
+#define FIP_AV_MAX (1u << 20)
+
+typedef struct fip_av_entry {
+    fip_addr_t addr;
+    int        used;    /* 0 once removed */
+} fip_av_entry_t;
+
+typedef struct fip_av {
+    struct fid_av      av_fid;
+    fip_domain_t       *domain;
+    enum fi_av_type    type;       /* FI_AV_TABLE or FI_AV_MAP */
+    fip_av_entry_t     *entries;   /* under lock */
+    size_t             count;      /* entries handed out */
+    size_t             capacity;
+    pthread_mutex_t    lock;
+} fip_av_t;
+
+int fip_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
+                struct fid_av **av_p, void *context);
 
 
 /* ---- attributes (fip_attr.c) ------------------------------------------ */

@@ -89,13 +89,6 @@ static int fip_domain_query_atomic(struct fid_domain *domain_fid,
     return fiatomic_query_atomic(domain->fia, datatype, op, attr, flags);
 }
 
-static int fip_domain_nosys_av(struct fid_domain *domain,
-                               struct fi_av_attr *attr, struct fid_av **av,
-                               void *context)
-{
-    return -FI_ENOSYS;
-}
-
 static int fip_domain_nosys_cq(struct fid_domain *domain,
                                struct fi_cq_attr *attr, struct fid_cq **cq,
                                void *context)
@@ -158,7 +151,7 @@ static struct fi_ops fip_domain_fi_ops = {
 
 static struct fi_ops_domain fip_domain_ops = {
     .size             = sizeof(struct fi_ops_domain),
-    .av_open          = fip_domain_nosys_av,
+    .av_open          = fip_av_open,
     .cq_open          = fip_domain_nosys_cq,
     .endpoint         = fip_domain_nosys_ep,
     .scalable_ep      = fip_domain_nosys_ep,
