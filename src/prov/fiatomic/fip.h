@@ -9,7 +9,9 @@
  * fip_domain.c (UCP context, worker and libfiatomic context; fi_query_atomic),
  * fip_cntr.c (counters), fip_mr.c (memory registration, key table),
  * fip_addr.c (the fixed-length endpoint address), fip_av.c (address
- * vectors), fip_nosys.c (the answers for what the provider does not implement).
+ * vectors), fip_ep.c (endpoints), fip_listen.c (the domain's listener),
+ * fip_ep_nosys.c (the transfer calls not implemented), fip_nosys.c (the
+ * answers for what the provider does not implement).
  */
 #ifndef FIP_H_
 #define FIP_H_
@@ -18,6 +20,10 @@
 
 #include <rdma/fabric.h>
 #include <rdma/fi_atomic.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_collective.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
@@ -64,6 +70,10 @@ typedef struct fip_domain {
     enum fi_progress   data_progress;
     uint64_t           mr_mode;
     int                children;    /* objects opened on the domain */
+    ucp_listener_h     ucp_listener; /* once an endpoint opened */
+    uint32_t           listen_ipv4;  /* the address it names, host order */
+    uint16_t           listen_port;
+    uint32_t           next_ep_id;   /* under lock */
     fip_mr_t           *mr_buckets[FIP_MR_BUCKETS]; /* under lock */
     size_t             mr_count;
     pthread_mutex_t    lock;
@@ -138,11 +148,37 @@ typedef struct fip_av {
     fip_av_entry_t     *entries;   /* under lock */
     size_t             count;      /* entries handed out */
     size_t             capacity;
+    int                bound;      /* endpoints bound (-FI_EBUSY) */
     pthread_mutex_t    lock;
 } fip_av_t;
 
 int fip_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
                 struct fid_av **av_p, void *context);
+
+
+/* ---- endpoints (fip_ep.c, fip_listen.c, fip_ep_nosys.c) ---------------- */
+
+typedef struct fip_ep {
+    struct fid_ep      ep_fid;
+    fip_domain_t       *domain;
+    fip_addr_t         addr;       /* what fi_getname gives */
+    fip_av_t           *av;        /* bound address vector */
+    int                enabled;
+} fip_ep_t;
+
+int fip_ep_open(struct fid_domain *domain, struct fi_info *info,
+                struct fid_ep **ep_p, void *context);
+
+/** Start the domain's listener if not yet (under domain->lock): 0, or
+ *  -FI_EADDRNOTAVAIL. */
+int fip_listen_start(fip_domain_t *domain);
+void fip_listen_stop(fip_domain_t *domain);
+
+extern struct fi_ops_msg fip_nosys_msg_ops;
+extern struct fi_ops_rma fip_nosys_rma_ops;
+extern struct fi_ops_tagged fip_nosys_tagged_ops;
+extern struct fi_ops_atomic fip_nosys_atomic_ops;
+extern struct fi_ops_collective fip_nosys_collective_ops;
 
 
 /* ---- attributes (fip_attr.c) ------------------------------------------ */

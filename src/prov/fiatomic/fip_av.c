@@ -213,7 +213,14 @@ static const char *fip_av_straddr(struct fid_av *av_fid, const void *addr,
 static int fip_av_close(struct fid *fid)
 {
     fip_av_t *av = fip_container_of(fid, fip_av_t, av_fid.fid);
+    int bound;
 
+    pthread_mutex_lock(&av->lock);
+    bound = av->bound;
+    pthread_mutex_unlock(&av->lock);
+    if (bound != 0) {
+        return -FI_EBUSY;
+    }
     fip_domain_child_remove(av->domain);
     pthread_mutex_destroy(&av->lock);
     free(av->entries);

@@ -20,6 +20,7 @@ static int fip_ucs_errno(ucs_status_t status)
 
 static void fip_domain_release(fip_domain_t *domain)
 {
+    fip_listen_stop(domain);
     if (domain->fia != NULL) {
         fiatomic_destroy(domain->fia);
     }
@@ -153,7 +154,7 @@ static struct fi_ops_domain fip_domain_ops = {
     .size             = sizeof(struct fi_ops_domain),
     .av_open          = fip_av_open,
     .cq_open          = fip_domain_nosys_cq,
-    .endpoint         = fip_domain_nosys_ep,
+    .endpoint         = fip_ep_open,
     .scalable_ep      = fip_domain_nosys_ep,
     .cntr_open        = fip_cntr_open,
     .poll_open        = fip_domain_nosys_poll,
