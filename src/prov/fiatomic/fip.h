@@ -10,8 +10,9 @@
  * fip_cntr.c (counters), fip_mr.c (memory registration, key table),
  * fip_addr.c (the fixed-length endpoint address), fip_av.c (address
  * vectors), fip_ep.c (endpoints), fip_listen.c (the domain's listener),
- * fip_ep_nosys.c (the transfer calls not implemented), fip_nosys.c (the
- * answers for what the provider does not implement).
+ * fip_cq.c (completion queues), fip_ep_nosys.c (the transfer calls not
+ * implemented), fip_nosys.c (the answers for what the provider does not
+ * implement).
  */
 #ifndef FIP_H_
 #define FIP_H_
@@ -158,11 +159,39 @@ int fip_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 
 /* ---- endpoints (fip_ep.c, fip_listen.c, fip_ep_nosys.c) ---------------- */
 
+/* ---- completion queues (fip_cq.c) -------------------------------------- */
+
+/** The largest queue size a program may ask for. */
+#define FIP_CQ_MAX (1u << 20)
+
+typedef struct fip_cq {
+    struct fid_cq      cq_fid;
+    fip_domain_t       *domain;
+    enum fi_cq_format  format;
+    enum fi_wait_obj   wait_obj;
+    int                bound;      /* atomic: endpoint bindings */
+    int                signaled;   /* under lock */
+    pthread_mutex_t    lock;
+    pthread_cond_t     cond;       /* CLOCK_MONOTONIC */
+} fip_cq_t;
+
+int fip_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
+                struct fid_cq **cq_p, void *context);
+
+/** The directions a counter binds to, in the order of fip_ep_t's cntrs. */
+#define FIP_EP_CNTR_FLAGS {FI_SEND, FI_RECV, FI_READ, FI_WRITE, \
+                           FI_REMOTE_READ, FI_REMOTE_WRITE}
+#define FIP_EP_CNTRS 6
+
 typedef struct fip_ep {
     struct fid_ep      ep_fid;
     fip_domain_t       *domain;
     fip_addr_t         addr;       /* what fi_getname gives */
     fip_av_t           *av;        /* bound address vector */
+    fip_cq_t           *tx_cq;     /* bound with FI_TRANSMIT */
+    fip_cq_t           *rx_cq;     /* bound with FI_RECV */
+    uint64_t           cq_flags;   /* FI_SELECTIVE_COMPLETION per bind */
+    fip_cntr_t         *cntrs[FIP_EP_CNTRS];
     int                enabled;
 } fip_ep_t;
 

@@ -90,13 +90,6 @@ static int fip_domain_query_atomic(struct fid_domain *domain_fid,
     return fiatomic_query_atomic(domain->fia, datatype, op, attr, flags);
 }
 
-static int fip_domain_nosys_cq(struct fid_domain *domain,
-                               struct fi_cq_attr *attr, struct fid_cq **cq,
-                               void *context)
-{
-    return -FI_ENOSYS;
-}
-
 static int fip_domain_nosys_ep(struct fid_domain *domain,
                                struct fi_info *info, struct fid_ep **ep,
                                void *context)
@@ -153,7 +146,7 @@ static struct fi_ops fip_domain_fi_ops = {
 static struct fi_ops_domain fip_domain_ops = {
     .size             = sizeof(struct fi_ops_domain),
     .av_open          = fip_av_open,
-    .cq_open          = fip_domain_nosys_cq,
+    .cq_open          = fip_cq_open,
     .endpoint         = fip_ep_open,
     .scalable_ep      = fip_domain_nosys_ep,
     .cntr_open        = fip_cntr_open,

@@ -2,10 +2,13 @@
  * Endpoints (fi_endpoint(3)), FI_EP_RDM: several per domain, each with an
  * id in its domain and a random nonce, and so an address of its own
  * (fi_getname: the domain's listener, the id, the nonce; fip_addr.c). An
- * endpoint binds one address vector and enables once it has one
- * (-FI_ENOAV before). It transfers nothing yet: its transfer calls answer
- * -FI_ENOSYS (fip_ep_nosys.c), and getinfo offers no capability. An open
- * endpoint keeps its domain and its address vector from closing.
+ * endpoint binds one address vector, a completion queue per direction
+ * (FI_TRANSMIT, FI_RECV) and a counter per direction flag (FI_SEND, FI_RECV,
+ * FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE), before it is
+ * enabled; it enables once it has an address vector (-FI_ENOAV before).
+ * It transfers nothing yet: its transfer calls answer -FI_ENOSYS
+ * (fip_ep_nosys.c), and getinfo offers no capability. An open endpoint
+ * keeps its domain and what it binds from closing.
  */
 #include "fip.h"
 
@@ -21,14 +24,78 @@ static fip_ep_t *fip_ep_of_fid(struct fid *fid)
 static int fip_ep_close(struct fid *fid)
 {
     fip_ep_t *ep = fip_ep_of_fid(fid);
+    int i;
 
     if (ep->av != NULL) {
         pthread_mutex_lock(&ep->av->lock);
         --ep->av->bound;
         pthread_mutex_unlock(&ep->av->lock);
     }
+    if (ep->tx_cq != NULL) {
+        __atomic_sub_fetch(&ep->tx_cq->bound, 1, __ATOMIC_RELEASE);
+    }
+    if (ep->rx_cq != NULL) {
+        __atomic_sub_fetch(&ep->rx_cq->bound, 1, __ATOMIC_RELEASE);
+    }
+    for (i = 0; i < FIP_EP_CNTRS; ++i) {
+        if (ep->cntrs[i] != NULL) {
+            __atomic_sub_fetch(&ep->cntrs[i]->bound, 1, __ATOMIC_RELEASE);
+        }
+    }
     fip_domain_child_remove(ep->domain);
     free(ep);
+    return 0;
+}
+
+/* a CQ per direction (FI_TRANSMIT, FI_RECV), each bound once */
+static int fip_ep_bind_cq(fip_ep_t *ep, fip_cq_t *cq, uint64_t flags)
+{
+    const uint64_t allowed = FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION;
+
+    if ((cq->domain != ep->domain) || (flags & ~allowed) ||
+        !(flags & (FI_TRANSMIT | FI_RECV))) {
+        return -FI_EINVAL;
+    }
+    if (((flags & FI_TRANSMIT) && (ep->tx_cq != NULL)) ||
+        ((flags & FI_RECV) && (ep->rx_cq != NULL))) {
+        return -FI_EINVAL;
+    }
+    if (flags & FI_TRANSMIT) {
+        ep->tx_cq = cq;
+        __atomic_add_fetch(&cq->bound, 1, __ATOMIC_RELEASE);
+    }
+    if (flags & FI_RECV) {
+        ep->rx_cq = cq;
+        __atomic_add_fetch(&cq->bound, 1, __ATOMIC_RELEASE);
+    }
+    ep->cq_flags |= flags & FI_SELECTIVE_COMPLETION;
+    return 0;
+}
+
+/* a counter per direction flag, each direction bound once */
+static int fip_ep_bind_cntr(fip_ep_t *ep, fip_cntr_t *cntr, uint64_t flags)
+{
+    static const uint64_t dirs[FIP_EP_CNTRS] = FIP_EP_CNTR_FLAGS;
+    uint64_t all = 0;
+    int i;
+
+    for (i = 0; i < FIP_EP_CNTRS; ++i) {
+        all |= dirs[i];
+    }
+    if ((cntr->domain != ep->domain) || (flags == 0) || (flags & ~all)) {
+        return -FI_EINVAL;
+    }
+    for (i = 0; i < FIP_EP_CNTRS; ++i) {
+        if ((flags & dirs[i]) && (ep->cntrs[i] != NULL)) {
+            return -FI_EINVAL;
+        }
+    }
+    for (i = 0; i < FIP_EP_CNTRS; ++i) {
+        if (flags & dirs[i]) {
+            ep->cntrs[i] = cntr;
+            __atomic_add_fetch(&cntr->bound, 1, __ATOMIC_RELEASE);
+        }
+    }
     return 0;
 }
 
@@ -38,6 +105,10 @@ static int fip_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
     fip_av_t *av;
 
     if (bfid == NULL) {
+        return -FI_EINVAL;
+    }
+    /* bindings are made before the endpoint is enabled */
+    if (ep->enabled) {
         return -FI_EINVAL;
     }
     switch (bfid->fclass) {
@@ -54,9 +125,14 @@ static int fip_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
         pthread_mutex_unlock(&av->lock);
         ep->av = av;
         return 0;
+    case FI_CLASS_CQ:
+        return fip_ep_bind_cq(ep, fip_container_of(bfid, fip_cq_t,
+                                                   cq_fid.fid), flags);
+    case FI_CLASS_CNTR:
+        return fip_ep_bind_cntr(ep, fip_container_of(bfid, fip_cntr_t,
+                                                     cntr_fid.fid), flags);
     default:
-        /* completion queues and counters come with transfers */
-        return -FI_ENOSYS;
+        return -FI_EINVAL;
     }
 }
 

@@ -190,16 +190,4 @@ TEST_F(domain, query_atomic_bad_input)
     EXPECT_EQ(0, fi_close(&dom->fid));
 }
 
-TEST_F(domain, objects_not_implemented_say_so)
-{
-    struct fid_domain *dom;
-    struct fi_cq_attr cq_attr = {};
-    struct fid_cq *cq = NULL;
-
-    ASSERT_EQ(0, fi_domain(m_fabric, m_head, &dom, NULL));
-    EXPECT_EQ(-FI_ENOSYS, fi_cq_open(dom, &cq_attr, &cq, NULL));
-    EXPECT_EQ(nullptr, cq);
-    EXPECT_EQ(0, fi_close(&dom->fid));
-}
-
 } // namespace

@@ -5,9 +5,10 @@
  * listener, distinct endpoint ids and nonces per endpoint, another listener
  * for another domain), -FI_ETOOSMALL with the needed length, an address
  * that goes into an address vector and comes back unchanged, binding
- * (one address vector; no CQ or counter yet), enabling (-FI_ENOAV first),
- * transfer calls answering -FI_ENOSYS, and a domain and address vector
- * that cannot close under an open endpoint.
+ * (one address vector, a CQ per direction, a counter per direction flag,
+ * nothing once enabled), enabling (-FI_ENOAV first),
+ * transfer calls answering -FI_ENOSYS, and a domain, address vector,
+ * CQ and counter that cannot close under an open endpoint.
  */
 #include "fiprov_test.h"
 
@@ -224,16 +225,40 @@ TEST_F(ep, bind_enable_and_busy_parents)
     EXPECT_EQ(-FI_EINVAL, fi_ep_bind(e, &av2->fid, 0));
     EXPECT_EQ(0, fi_close(&av2->fid));
 
+    /* counters per direction, each direction once */
     cattr.events = FI_CNTR_EVENTS_COMP;
     ASSERT_EQ(0, fi_cntr_open(m_domain, &cattr, &cntr, NULL));
-    EXPECT_EQ(-FI_ENOSYS, fi_ep_bind(e, &cntr->fid, FI_READ));
-    EXPECT_EQ(0, fi_close(&cntr->fid));
+    EXPECT_EQ(-FI_EINVAL, fi_ep_bind(e, &cntr->fid, 0));
+    EXPECT_EQ(-FI_EINVAL, fi_ep_bind(e, &cntr->fid, FI_SELECTIVE_COMPLETION));
+    EXPECT_EQ(0, fi_ep_bind(e, &cntr->fid, FI_READ | FI_WRITE));
+    EXPECT_EQ(-FI_EINVAL, fi_ep_bind(e, &cntr->fid, FI_WRITE));
+    EXPECT_EQ(0, fi_ep_bind(e, &cntr->fid,
+                            FI_SEND | FI_RECV | FI_REMOTE_READ |
+                            FI_REMOTE_WRITE));
+
+    /* completion queues per direction, each direction once */
+    struct fi_cq_attr qattr = {};
+    struct fid_cq *cq;
+    qattr.format = FI_CQ_FORMAT_CONTEXT;
+    ASSERT_EQ(0, fi_cq_open(m_domain, &qattr, &cq, NULL));
+    EXPECT_EQ(-FI_EINVAL, fi_ep_bind(e, &cq->fid, FI_SELECTIVE_COMPLETION));
+    EXPECT_EQ(-FI_EINVAL, fi_ep_bind(e, &cq->fid, FI_READ));
+    EXPECT_EQ(0, fi_ep_bind(e, &cq->fid,
+                            FI_TRANSMIT | FI_SELECTIVE_COMPLETION));
+    EXPECT_EQ(-FI_EINVAL, fi_ep_bind(e, &cq->fid, FI_TRANSMIT));
+    EXPECT_EQ(0, fi_ep_bind(e, &cq->fid, FI_RECV));
 
     EXPECT_EQ(0, fi_enable(e));
+    /* nothing binds once enabled */
+    EXPECT_EQ(-FI_EINVAL, fi_ep_bind(e, &m_av->fid, 0));
     EXPECT_EQ(-FI_EBUSY, fi_close(&m_av->fid));
+    EXPECT_EQ(-FI_EBUSY, fi_close(&cq->fid));
+    EXPECT_EQ(-FI_EBUSY, fi_close(&cntr->fid));
     EXPECT_EQ(-FI_EBUSY, fi_close(&m_domain->fid));
     EXPECT_EQ(0, fi_close(&e->fid));
     m_eps.clear();
+    EXPECT_EQ(0, fi_close(&cq->fid));
+    EXPECT_EQ(0, fi_close(&cntr->fid));
     EXPECT_EQ(0, fi_close(&m_av->fid));
     m_av = NULL;
 }
