@@ -6,7 +6,9 @@
 #    installed prefix, and runs; fiatomic.pc names libfabric, whose include
 #    flags fiatomic.h needs;
 #  - the tools run from the installed bindir (--version);
-#  - the manual pages and their per-function aliases are installed.
+#  - the manual pages and their per-function aliases are installed;
+#  - the libfabric provider, where built, is installed in the provider
+#    directory and fi_info finds it there.
 # Environment (from Makefile.am): DESTDIR, bindir, libdir, mandir, CC,
 # top_srcdir.
 set -uo pipefail
@@ -54,6 +56,18 @@ for page in man3/fiatomic.3 man3/fiatomic_atomic.3 man1/fiatomic_info.1 \
 done
 grep -qx '.so man3/fiatomic_atomic.3' "$root$mandir/man3/fiatomic_fetch_atomic_nbx.3" ||
     bad "man3/fiatomic_fetch_atomic_nbx.3 is no alias of fiatomic_atomic.3"
+
+prov_dir=$root$libdir/libfabric
+if [ -e "$prov_dir/libfiatomic-fi.so" ]; then
+    [ -s "$root$mandir/man7/fi_fiatomic.7" ] || bad "man7/fi_fiatomic.7 is not installed"
+    if command -v fi_info > /dev/null; then
+        out=$(FI_PROVIDER_PATH=$prov_dir FI_PROVIDER=fiatomic fi_info -p fiatomic 2>&1)
+        echo "$out" | grep -q "^provider: fiatomic" ||
+            bad "fi_info does not list the installed provider: $out"
+    else
+        echo "fi_info not installed (Debian: libfabric-bin): provider listing not checked"
+    fi
+fi
 
 [ $fail -eq 0 ] && echo "PASS: installcheck" || echo "FAIL: installcheck"
 exit $fail

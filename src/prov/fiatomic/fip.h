@@ -1,0 +1,290 @@
+/**
+ * The libfabric provider "fiatomic": its objects and the functions its files
+ * share. Each object embeds libfabric's fid structure first, so that a
+ * struct fid_* pointer the core hands back converts to the provider's object
+ * with fip_container_of().
+ *
+ * Files: fip_init.c (fi_prov_ini, the provider), fip_attr.c (the attributes
+ * the provider offers), fip_getinfo.c (hint matching), fip_fabric.c,
+ * fip_domain.c (UCP context, worker and libfiatomic context; fi_query_atomic),
+ * fip_cntr.c (counters), fip_mr.c (memory registration, key table),
+ * fip_addr.c (the fixed-length endpoint address), fip_av.c (address
+ * vectors), fip_ep.c (endpoints), fip_listen.c (the domain's listener),
+ * fip_cq.c (completion queues), fip_ep_nosys.c (the transfer calls not
+ * implemented), fip_nosys.c (the answers for what the provider does not
+ * implement).
+ */
+#ifndef FIP_H_
+#define FIP_H_
+
+#include <fiatomic.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_collective.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/providers/fi_prov.h>
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FIP_PROV_NAME    "fiatomic"
+#define FIP_FABRIC_NAME  "fiatomic"
+#define FIP_DOMAIN_NAME  "ucp"
+/* provider version: the project's 0.1 */
+#define FIP_PROV_VERSION FI_VERSION(0, 1)
+/* the API the provider was built against serves callers asking for it or
+ * any older one */
+#define FIP_FI_VERSION   FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
+
+#define fip_container_of(_ptr, _type, _member) \
+    ((_type*)((char*)(_ptr) - offsetof(_type, _member)))
+
+extern struct fi_provider fip_provider;
+
+typedef struct fip_fabric {
+    struct fid_fabric fabric_fid;
+    int               domains;     /* open domains (fi_close -> -FI_EBUSY) */
+    pthread_mutex_t   lock;
+} fip_fabric_t;
+
+/* the key table: buckets of a domain's regions, and their cap */
+#define FIP_MR_BUCKETS 256
+#define FIP_MR_MAX     65536
+
+typedef struct fip_mr fip_mr_t;
+
+typedef struct fip_domain {
+    struct fid_domain  domain_fid;
+    fip_fabric_t       *fabric;
+    ucp_context_h      ucp_context;
+    ucp_worker_h       ucp_worker;
+    fiatomic_h         fia;
+    enum fi_threading  threading;
+    enum fi_progress   data_progress;
+    uint64_t           mr_mode;
+    int                children;    /* objects opened on the domain */
+    ucp_listener_h     ucp_listener; /* once an endpoint opened */
+    uint32_t           listen_ipv4;  /* the address it names, host order */
+    uint16_t           listen_port;
+    uint32_t           next_ep_id;   /* under lock */
+    fip_mr_t           *mr_buckets[FIP_MR_BUCKETS]; /* under lock */
+    size_t             mr_count;
+    pthread_mutex_t    lock;
+} fip_domain_t;
+
+struct fip_mr {
+    struct fid_mr      mr_fid;      /* key: the region's 64-bit key */
+    fip_domain_t       *domain;
+    fip_mr_t           *next;       /* in its key table bucket */
+    void               *addr;
+    size_t             length;
+    uint64_t           access;
+    uint64_t           remote_base; /* the address peers give for addr */
+    fiatomic_mem_h     mem;         /* NULL without remote access */
+};
+
+typedef struct fip_cntr {
+    struct fid_cntr    cntr_fid;
+    fip_domain_t       *domain;
+    uint64_t           value;   /* atomic: read without the lock */
+    uint64_t           errors;  /* atomic */
+    int                bound;   /* endpoints bound (fi_close -> -FI_EBUSY) */
+    pthread_mutex_t    lock;    /* updates and waiters */
+    pthread_cond_t     cond;    /* CLOCK_MONOTONIC */
+} fip_cntr_t;
+
+/* ---- addresses (fip_addr.c) ------------------------------------------- */
+
+/** The packed address's length in bytes: the same on every process. */
+#define FIP_ADDR_LEN         24
+#define FIP_ADDR_VERSION     1
+#define FIP_ADDR_FAMILY_IPV4 4
+/** Room for fip_addr_str's text and its NUL. */
+#define FIP_ADDR_STRLEN      64
+
+/** A decoded address, host byte order. */
+typedef struct fip_addr {
+    uint32_t ipv4;     /* where the peer's domain listens */
+    uint16_t port;
+    uint32_t ep_id;    /* the endpoint in that domain */
+    uint64_t nonce;    /* random, not zero: tells endpoints apart over time */
+} fip_addr_t;
+
+/** Pack into FIP_ADDR_LEN bytes. */
+void fip_addr_pack(const fip_addr_t *addr, uint8_t *buf);
+
+/** Decode and validate `len` bytes from the program or a peer: 0, or
+ *  -FI_EINVAL when short, of another version or family, with a non-zero
+ *  reserved field, or with a zero port, IPv4 address or nonce. */
+int fip_addr_unpack(const void *buf, size_t len, fip_addr_t *addr);
+
+/** The address as text into buf (at most len bytes, NUL-terminated);
+ *  returns the length it needs with its NUL. */
+size_t fip_addr_str(const fip_addr_t *addr, char *buf, size_t len);
+
+
+/* ---- address vectors (fip_av.c) ---------------------------------------- */
+
+/** The most entries an address vector holds (inserted ones, removed ones
+ *  included: their indices are not reused). */
+#define FIP_AV_MAX (1u << 20)
+
+typedef struct fip_av_entry {
+    fip_addr_t addr;
+    int        used;    /* 0 once removed */
+} fip_av_entry_t;
+
+typedef struct fip_av {
+    struct fid_av      av_fid;
+    fip_domain_t       *domain;
+    enum fi_av_type    type;       /* FI_AV_TABLE or FI_AV_MAP */
+    fip_av_entry_t     *entries;   /* under lock */
+    size_t             count;      /* entries handed out */
+    size_t             capacity;
+    int                bound;      /* endpoints bound (-FI_EBUSY) */
+    pthread_mutex_t    lock;
+} fip_av_t;
+
+int fip_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
+                struct fid_av **av_p, void *context);
+
+
+/* ---- endpoints (fip_ep.c, fip_listen.c, fip_ep_nosys.c) ---------------- */
+
+/* ---- completion queues (fip_cq.c) -------------------------------------- */
+
+/** The largest queue size a program may ask for. */
+#define FIP_CQ_MAX (1u << 20)
+
+typedef struct fip_cq {
+    struct fid_cq      cq_fid;
+    fip_domain_t       *domain;
+    enum fi_cq_format  format;
+    enum fi_wait_obj   wait_obj;
+    int                bound;      /* atomic: endpoint bindings */
+    int                signaled;   /* under lock */
+    pthread_mutex_t    lock;
+    pthread_cond_t     cond;       /* CLOCK_MONOTONIC */
+} fip_cq_t;
+
+int fip_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
+                struct fid_cq **cq_p, void *context);
+
+/** The directions a counter binds to, in the order of fip_ep_t's cntrs. */
+#define FIP_EP_CNTR_FLAGS {FI_SEND, FI_RECV, FI_READ, FI_WRITE, \
+                           FI_REMOTE_READ, FI_REMOTE_WRITE}
+#define FIP_EP_CNTRS 6
+
+typedef struct fip_ep {
+    struct fid_ep      ep_fid;
+    fip_domain_t       *domain;
+    fip_addr_t         addr;       /* what fi_getname gives */
+    fip_av_t           *av;        /* bound address vector */
+    fip_cq_t           *tx_cq;     /* bound with FI_TRANSMIT */
+    fip_cq_t           *rx_cq;     /* bound with FI_RECV */
+    uint64_t           cq_flags;   /* FI_SELECTIVE_COMPLETION per bind */
+    fip_cntr_t         *cntrs[FIP_EP_CNTRS];
+    int                enabled;
+} fip_ep_t;
+
+int fip_ep_open(struct fid_domain *domain, struct fi_info *info,
+                struct fid_ep **ep_p, void *context);
+
+/** Start the domain's listener if not yet (under domain->lock): 0, or
+ *  -FI_EADDRNOTAVAIL. */
+int fip_listen_start(fip_domain_t *domain);
+void fip_listen_stop(fip_domain_t *domain);
+
+extern struct fi_ops_msg fip_nosys_msg_ops;
+extern struct fi_ops_rma fip_nosys_rma_ops;
+extern struct fi_ops_tagged fip_nosys_tagged_ops;
+extern struct fi_ops_atomic fip_nosys_atomic_ops;
+extern struct fi_ops_collective fip_nosys_collective_ops;
+
+
+/* ---- attributes (fip_attr.c) ------------------------------------------ */
+
+/** The capabilities the provider implements: the only ones it offers. */
+#define FIP_CAPS            0ULL
+/** Operation flags a transmit context accepts as defaults (op_flags). */
+#define FIP_TX_OP_FLAGS     0ULL
+/** Orderings the provider guarantees (msg_order). */
+#define FIP_MSG_ORDER       0ULL
+/** The two memory registration modes: program-chosen keys with offset
+ *  addressing (0), and provider keys on virtual addresses of allocated
+ *  memory. */
+#define FIP_MR_MODE_PROV    (FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | \
+                             FI_MR_ALLOCATED)
+#define FIP_MR_MODE_PROGRAM 0ULL
+
+/** Fill a fresh fi_info (from fi_allocinfo) with the provider's attributes
+ *  and the given memory registration mode. */
+void fip_attr_fill(struct fi_info *info, uint64_t mr_mode);
+
+
+/* ---- getinfo (fip_getinfo.c) ------------------------------------------ */
+
+int fip_getinfo(uint32_t version, const char *node, const char *service,
+                uint64_t flags, const struct fi_info *hints,
+                struct fi_info **info_p);
+
+/**
+ * Whether `hints` accept the offer `prov` (an info from fip_attr_fill), as
+ * fi_getinfo(3) of libfabric 1.17 defines it; 0 if so, else -FI_ENODATA.
+ * On success the offer is narrowed to what the hints ask (progress,
+ * threading, capabilities) so that it describes the objects the caller
+ * will open.
+ */
+int fip_info_match(uint32_t version, const struct fi_info *hints,
+                   struct fi_info *prov);
+
+/** Whether `info`, given to fi_domain, asks only what one of the offers
+ *  gives: 0, else -FI_EINVAL. */
+int fip_getinfo_check_open(uint32_t version, const struct fi_info *info);
+
+
+/* ---- objects ------------------------------------------------------------ */
+
+int fip_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric_p,
+                    void *context);
+
+int fip_domain_open(struct fid_fabric *fabric, struct fi_info *info,
+                    struct fid_domain **domain_p, void *context);
+
+/** Objects opened on a domain: it cannot close while any is open. */
+void fip_domain_child_add(fip_domain_t *domain);
+void fip_domain_child_remove(fip_domain_t *domain);
+
+/** One round of the domain's progress where the program drives it
+ *  (FI_PROGRESS_MANUAL); nothing under automatic progress. */
+void fip_domain_progress(fip_domain_t *domain);
+
+int fip_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
+                  struct fid_cntr **cntr_p, void *context);
+
+extern struct fi_ops_mr fip_mr_ops;
+
+/** The domain's region of key `key`, NULL if none. */
+fip_mr_t *fip_mr_lookup(fip_domain_t *domain, uint64_t key);
+
+/** Count one completed operation, as a success or an error. */
+void fip_cntr_inc(fip_cntr_t *cntr, int error);
+
+/* fip_nosys.c: what the provider does not implement */
+int fip_nosys_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
+int fip_nosys_control(struct fid *fid, int command, void *arg);
+int fip_nosys_ops_open(struct fid *fid, const char *name, uint64_t flags,
+                       void **ops, void *context);
+int fip_nosys_tostr(const struct fid *fid, char *buf, size_t len);
+int fip_nosys_ops_set(struct fid *fid, const char *name, uint64_t flags,
+                      void *ops, void *context);
+
+#endif

@@ -1,0 +1,216 @@
+/**
+ * Counters (fi_cntr(3)): a success and an error count that the program
+ * reads, adds to, sets and waits on. The provider's own, not libfiatomic's
+ * per-endpoint counter: a libfabric counter is bound per direction
+ * (FI_READ, FI_WRITE, ...) and counts RMA and messages too. Reads are
+ * atomic loads without a lock; updates take the counter's lock and wake its
+ * waiters. A wait sleeps in short slices so that, under manual progress,
+ * it progresses the domain between them, and returns -FI_EAVAIL as soon as
+ * the error count grew.
+ */
+#include "fip.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+/* longest sleep of a waiter between two looks at the counter */
+#define FIP_CNTR_WAIT_SLICE_NS 1000000L
+
+static uint64_t fip_cntr_read(struct fid_cntr *cntr_fid)
+{
+    fip_cntr_t *cntr = fip_container_of(cntr_fid, fip_cntr_t, cntr_fid);
+
+    return __atomic_load_n(&cntr->value, __ATOMIC_ACQUIRE);
+}
+
+static uint64_t fip_cntr_readerr(struct fid_cntr *cntr_fid)
+{
+    fip_cntr_t *cntr = fip_container_of(cntr_fid, fip_cntr_t, cntr_fid);
+
+    return __atomic_load_n(&cntr->errors, __ATOMIC_ACQUIRE);
+}
+
+static void fip_cntr_update(fip_cntr_t *cntr, uint64_t *field, int add,
+                            uint64_t value)
+{
+    pthread_mutex_lock(&cntr->lock);
+    if (add) {
+        __atomic_add_fetch(field, value, __ATOMIC_RELEASE);
+    } else {
+        __atomic_store_n(field, value, __ATOMIC_RELEASE);
+    }
+    pthread_cond_broadcast(&cntr->cond);
+    pthread_mutex_unlock(&cntr->lock);
+}
+
+void fip_cntr_inc(fip_cntr_t *cntr, int error)
+{
+    fip_cntr_update(cntr, error ? &cntr->errors : &cntr->value, 1, 1);
+}
+
+static int fip_cntr_add(struct fid_cntr *cntr_fid, uint64_t value)
+{
+    fip_cntr_t *cntr = fip_container_of(cntr_fid, fip_cntr_t, cntr_fid);
+
+    fip_cntr_update(cntr, &cntr->value, 1, value);
+    return 0;
+}
+
+static int fip_cntr_set(struct fid_cntr *cntr_fid, uint64_t value)
+{
+    fip_cntr_t *cntr = fip_container_of(cntr_fid, fip_cntr_t, cntr_fid);
+
+    fip_cntr_update(cntr, &cntr->value, 0, value);
+    return 0;
+}
+
+static int fip_cntr_adderr(struct fid_cntr *cntr_fid, uint64_t value)
+{
+    fip_cntr_t *cntr = fip_container_of(cntr_fid, fip_cntr_t, cntr_fid);
+
+    fip_cntr_update(cntr, &cntr->errors, 1, value);
+    return 0;
+}
+
+static int fip_cntr_seterr(struct fid_cntr *cntr_fid, uint64_t value)
+{
+    fip_cntr_t *cntr = fip_container_of(cntr_fid, fip_cntr_t, cntr_fid);
+
+    fip_cntr_update(cntr, &cntr->errors, 0, value);
+    return 0;
+}
+
+static int64_t fip_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
+static int fip_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
+                         int timeout_ms)
+{
+    fip_cntr_t *cntr  = fip_container_of(cntr_fid, fip_cntr_t, cntr_fid);
+    uint64_t errors   = fip_cntr_readerr(cntr_fid);
+    int64_t deadline  = (timeout_ms < 0) ? INT64_MAX :
+                        fip_now_ns() + (int64_t)timeout_ms * 1000000L;
+    int64_t now, sleep_ns;
+    struct timespec ts;
+
+    for (;;) {
+        fip_domain_progress(cntr->domain);
+        if (fip_cntr_readerr(cntr_fid) != errors) {
+            return -FI_EAVAIL;
+        }
+        if (fip_cntr_read(cntr_fid) >= threshold) {
+            return 0;
+        }
+        now = fip_now_ns();
+        if (now >= deadline) {
+            return -FI_ETIMEDOUT;
+        }
+
+        sleep_ns = deadline - now;
+        if (sleep_ns > FIP_CNTR_WAIT_SLICE_NS) {
+            sleep_ns = FIP_CNTR_WAIT_SLICE_NS;
+        }
+        now += sleep_ns;
+        ts.tv_sec  = now / 1000000000L;
+        ts.tv_nsec = now % 1000000000L;
+        pthread_mutex_lock(&cntr->lock);
+        /* an update between the looks above and here has broadcast
+         * already: look again under the lock before sleeping */
+        if ((__atomic_load_n(&cntr->value, __ATOMIC_ACQUIRE) < threshold) &&
+            (__atomic_load_n(&cntr->errors, __ATOMIC_ACQUIRE) == errors)) {
+            (void)pthread_cond_timedwait(&cntr->cond, &cntr->lock, &ts);
+        }
+        pthread_mutex_unlock(&cntr->lock);
+    }
+}
+
+static int fip_cntr_close(struct fid *fid)
+{
+    fip_cntr_t *cntr = fip_container_of(fid, fip_cntr_t, cntr_fid.fid);
+
+    if (__atomic_load_n(&cntr->bound, __ATOMIC_ACQUIRE) != 0) {
+        return -FI_EBUSY;
+    }
+    fip_domain_child_remove(cntr->domain);
+    pthread_cond_destroy(&cntr->cond);
+    pthread_mutex_destroy(&cntr->lock);
+    free(cntr);
+    return 0;
+}
+
+static struct fi_ops fip_cntr_fi_ops = {
+    .size     = sizeof(struct fi_ops),
+    .close    = fip_cntr_close,
+    .bind     = fip_nosys_bind,
+    .control  = fip_nosys_control,
+    .ops_open = fip_nosys_ops_open,
+    .tostr    = fip_nosys_tostr,
+    .ops_set  = fip_nosys_ops_set
+};
+
+static struct fi_ops_cntr fip_cntr_ops = {
+    .size    = sizeof(struct fi_ops_cntr),
+    .read    = fip_cntr_read,
+    .readerr = fip_cntr_readerr,
+    .add     = fip_cntr_add,
+    .set     = fip_cntr_set,
+    .wait    = fip_cntr_wait,
+    .adderr  = fip_cntr_adderr,
+    .seterr  = fip_cntr_seterr
+};
+
+int fip_cntr_open(struct fid_domain *domain_fid, struct fi_cntr_attr *attr,
+                  struct fid_cntr **cntr_p, void *context)
+{
+    fip_domain_t *domain = fip_container_of(domain_fid, fip_domain_t,
+                                            domain_fid);
+    pthread_condattr_t cond_attr;
+    fip_cntr_t *cntr;
+
+    if (cntr_p == NULL) {
+        return -FI_EINVAL;
+    }
+    if (attr != NULL) {
+        if (attr->flags != 0) {
+            return -FI_EINVAL;
+        }
+        if (attr->events != FI_CNTR_EVENTS_COMP) {
+            return -FI_ENOSYS;
+        }
+        /* waits sleep on the counter's own condition variable */
+        switch (attr->wait_obj) {
+        case FI_WAIT_NONE:
+        case FI_WAIT_UNSPEC:
+        case FI_WAIT_MUTEX_COND:
+        case FI_WAIT_YIELD:
+            break;
+        default:
+            return -FI_ENOSYS;
+        }
+    }
+
+    cntr = calloc(1, sizeof(*cntr));
+    if (cntr == NULL) {
+        return -FI_ENOMEM;
+    }
+    pthread_mutex_init(&cntr->lock, NULL);
+    pthread_condattr_init(&cond_attr);
+    pthread_condattr_setclock(&cond_attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&cntr->cond, &cond_attr);
+    pthread_condattr_destroy(&cond_attr);
+
+    cntr->domain                = domain;
+    cntr->cntr_fid.fid.fclass   = FI_CLASS_CNTR;
+    cntr->cntr_fid.fid.context  = context;
+    cntr->cntr_fid.fid.ops      = &fip_cntr_fi_ops;
+    cntr->cntr_fid.ops          = &fip_cntr_ops;
+    fip_domain_child_add(domain);
+    *cntr_p = &cntr->cntr_fid;
+    return 0;
+}

@@ -1,0 +1,261 @@
+/**
+ * The domain object: one UCP context, one UCP worker and one libfiatomic
+ * context, in the threading mode the info asks for. It answers
+ * fi_query_atomic from libfiatomic's own query on that context, so the
+ * answer follows the transports UCX_TLS selects. It counts the objects
+ * opened on it: closing it under them fails with -FI_EBUSY.
+ */
+#include "fip.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int fip_ucs_errno(ucs_status_t status)
+{
+    int ret = fiatomic_status_to_fi_errno(status);
+
+    /* an unknown UCX failure still fails the call */
+    return (ret != 0) ? ret : -FI_EOTHER;
+}
+
+static void fip_domain_release(fip_domain_t *domain)
+{
+    fip_listen_stop(domain);
+    if (domain->fia != NULL) {
+        fiatomic_destroy(domain->fia);
+    }
+    if (domain->ucp_worker != NULL) {
+        ucp_worker_destroy(domain->ucp_worker);
+    }
+    if (domain->ucp_context != NULL) {
+        ucp_cleanup(domain->ucp_context);
+    }
+    pthread_mutex_destroy(&domain->lock);
+    free(domain);
+}
+
+void fip_domain_child_add(fip_domain_t *domain)
+{
+    pthread_mutex_lock(&domain->lock);
+    ++domain->children;
+    pthread_mutex_unlock(&domain->lock);
+}
+
+void fip_domain_child_remove(fip_domain_t *domain)
+{
+    pthread_mutex_lock(&domain->lock);
+    --domain->children;
+    pthread_mutex_unlock(&domain->lock);
+}
+
+void fip_domain_progress(fip_domain_t *domain)
+{
+    if (domain->data_progress == FI_PROGRESS_MANUAL) {
+        ucp_worker_progress(domain->ucp_worker);
+    }
+}
+
+static int fip_domain_close(struct fid *fid)
+{
+    fip_domain_t *domain = fip_container_of(fid, fip_domain_t,
+                                            domain_fid.fid);
+    fip_fabric_t *fabric = domain->fabric;
+    int children;
+
+    pthread_mutex_lock(&domain->lock);
+    children = domain->children;
+    pthread_mutex_unlock(&domain->lock);
+    if (children != 0) {
+        return -FI_EBUSY;
+    }
+
+    fip_domain_release(domain);
+    pthread_mutex_lock(&fabric->lock);
+    --fabric->domains;
+    pthread_mutex_unlock(&fabric->lock);
+    return 0;
+}
+
+static int fip_domain_query_atomic(struct fid_domain *domain_fid,
+                                   enum fi_datatype datatype, enum fi_op op,
+                                   struct fi_atomic_attr *attr,
+                                   uint64_t flags)
+{
+    fip_domain_t *domain = fip_container_of(domain_fid, fip_domain_t,
+                                            domain_fid);
+
+    if (attr == NULL) {
+        return -FI_EINVAL;
+    }
+    return fiatomic_query_atomic(domain->fia, datatype, op, attr, flags);
+}
+
+static int fip_domain_nosys_ep(struct fid_domain *domain,
+                               struct fi_info *info, struct fid_ep **ep,
+                               void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static int fip_domain_nosys_poll(struct fid_domain *domain,
+                                 struct fi_poll_attr *attr,
+                                 struct fid_poll **pollset)
+{
+    return -FI_ENOSYS;
+}
+
+static int fip_domain_nosys_stx(struct fid_domain *domain,
+                                struct fi_tx_attr *attr, struct fid_stx **stx,
+                                void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static int fip_domain_nosys_srx(struct fid_domain *domain,
+                                struct fi_rx_attr *attr, struct fid_ep **rx,
+                                void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static int fip_domain_nosys_coll(struct fid_domain *domain,
+                                 enum fi_collective_op coll,
+                                 struct fi_collective_attr *attr,
+                                 uint64_t flags)
+{
+    return -FI_ENOSYS;
+}
+
+static int fip_domain_nosys_ep2(struct fid_domain *domain,
+                                struct fi_info *info, struct fid_ep **ep,
+                                uint64_t flags, void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static struct fi_ops fip_domain_fi_ops = {
+    .size     = sizeof(struct fi_ops),
+    .close    = fip_domain_close,
+    .bind     = fip_nosys_bind,
+    .control  = fip_nosys_control,
+    .ops_open = fip_nosys_ops_open,
+    .tostr    = fip_nosys_tostr,
+    .ops_set  = fip_nosys_ops_set
+};
+
+static struct fi_ops_domain fip_domain_ops = {
+    .size             = sizeof(struct fi_ops_domain),
+    .av_open          = fip_av_open,
+    .cq_open          = fip_cq_open,
+    .endpoint         = fip_ep_open,
+    .scalable_ep      = fip_domain_nosys_ep,
+    .cntr_open        = fip_cntr_open,
+    .poll_open        = fip_domain_nosys_poll,
+    .stx_ctx          = fip_domain_nosys_stx,
+    .srx_ctx          = fip_domain_nosys_srx,
+    .query_atomic     = fip_domain_query_atomic,
+    .query_collective = fip_domain_nosys_coll,
+    .endpoint2        = fip_domain_nosys_ep2
+};
+
+/* the mode of an offer the info matched (fip_getinfo_check_open): provider
+ * keys when it has all their bits or says FI_MR_BASIC (before API 1.5) */
+static uint64_t fip_domain_mr_mode(int mr_mode)
+{
+    if ((mr_mode == FI_MR_BASIC) ||
+        (((uint64_t)mr_mode & FIP_MR_MODE_PROV) == FIP_MR_MODE_PROV)) {
+        return FIP_MR_MODE_PROV;
+    }
+    return FIP_MR_MODE_PROGRAM;
+}
+
+static int fip_domain_ucp_open(fip_domain_t *domain)
+{
+    ucp_params_t ucp_params           = {0};
+    ucp_worker_params_t worker_params = {0};
+    ucs_status_t status;
+
+    /* atomics, RMA, and active messages for libfiatomic's target-side
+     * cells */
+    ucp_params.field_mask = UCP_PARAM_FIELD_FEATURES |
+                            UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+    ucp_params.features   = UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 |
+                            UCP_FEATURE_RMA | UCP_FEATURE_AM;
+    ucp_params.mt_workers_shared = (domain->threading == FI_THREAD_SAFE);
+    status = ucp_init(&ucp_params, NULL, &domain->ucp_context);
+    if (status != UCS_OK) {
+        return fip_ucs_errno(status);
+    }
+
+    worker_params.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    worker_params.thread_mode = (domain->threading == FI_THREAD_SAFE) ?
+                                UCS_THREAD_MODE_MULTI :
+                                UCS_THREAD_MODE_SINGLE;
+    status = ucp_worker_create(domain->ucp_context, &worker_params,
+                               &domain->ucp_worker);
+    if (status != UCS_OK) {
+        return fip_ucs_errno(status);
+    }
+
+    status = fiatomic_create(domain->ucp_context, domain->ucp_worker, NULL,
+                             &domain->fia);
+    if (status != UCS_OK) {
+        return fip_ucs_errno(status);
+    }
+    return 0;
+}
+
+int fip_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
+                    struct fid_domain **domain_p, void *context)
+{
+    fip_fabric_t *fabric;
+    fip_domain_t *domain;
+    int ret;
+
+    if ((fabric_fid == NULL) || (info == NULL) || (domain_p == NULL)) {
+        return -FI_EINVAL;
+    }
+    /* the info must be one of the provider's offers (or accepted by it) */
+    ret = fip_getinfo_check_open(fabric_fid->api_version, info);
+    if (ret != 0) {
+        return ret;
+    }
+    fabric = fip_container_of(fabric_fid, fip_fabric_t, fabric_fid);
+
+    domain = calloc(1, sizeof(*domain));
+    if (domain == NULL) {
+        return -FI_ENOMEM;
+    }
+    pthread_mutex_init(&domain->lock, NULL);
+    domain->fabric        = fabric;
+    domain->threading     = FI_THREAD_SAFE;
+    domain->data_progress = FI_PROGRESS_AUTO;
+    domain->mr_mode       = FIP_MR_MODE_PROGRAM;
+    if (info->domain_attr != NULL) {
+        if (info->domain_attr->threading != FI_THREAD_UNSPEC) {
+            domain->threading = info->domain_attr->threading;
+        }
+        if (info->domain_attr->data_progress != FI_PROGRESS_UNSPEC) {
+            domain->data_progress = info->domain_attr->data_progress;
+        }
+        domain->mr_mode = fip_domain_mr_mode(info->domain_attr->mr_mode);
+    }
+
+    ret = fip_domain_ucp_open(domain);
+    if (ret != 0) {
+        fip_domain_release(domain);
+        return ret;
+    }
+
+    domain->domain_fid.fid.fclass  = FI_CLASS_DOMAIN;
+    domain->domain_fid.fid.context = context;
+    domain->domain_fid.fid.ops     = &fip_domain_fi_ops;
+    domain->domain_fid.ops         = &fip_domain_ops;
+    domain->domain_fid.mr          = &fip_mr_ops;
+
+    pthread_mutex_lock(&fabric->lock);
+    ++fabric->domains;
+    pthread_mutex_unlock(&fabric->lock);
+    *domain_p = &domain->domain_fid;
+    return 0;
+}

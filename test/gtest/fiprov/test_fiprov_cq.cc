@@ -1,0 +1,199 @@
+/**
+ * Completion queues through libfabric's API (fi_cq(3)), the waiting side
+ * (nothing completes yet, as endpoints transfer nothing): every format
+ * opens (FI_CQ_FORMAT_UNSPEC told back as the context format), reads of
+ * the empty queue give -FI_EAGAIN, fi_cq_sread returns after its timeout
+ * and not before, fi_cq_signal from another thread cuts it short
+ * (-FI_ECANCELED), attributes the provider refuses, and a domain that
+ * cannot close under an open queue.
+ */
+#include "fiprov_test.h"
+
+#include <rdma/fi_eq.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+using namespace fiprov_test;
+
+namespace {
+
+typedef std::chrono::steady_clock test_clock;
+
+static double seconds_since(test_clock::time_point start)
+{
+    return std::chrono::duration<double>(test_clock::now() - start).count();
+}
+
+class cq : public test_base,
+           public testing::WithParamInterface<enum fi_progress> {
+protected:
+    void SetUp() override
+    {
+        struct fi_info *hints;
+
+        test_base::SetUp();
+        hints = hints_alloc();
+        ASSERT_NE(nullptr, hints);
+        hints->domain_attr->data_progress = GetParam();
+        ASSERT_EQ(0, fiprov_test::getinfo(hints, &m_infos, &m_head));
+        fi_freeinfo(hints);
+        ASSERT_EQ(0, fi_fabric(m_head->fabric_attr, &m_fabric, NULL));
+        ASSERT_EQ(0, fi_domain(m_fabric, m_head, &m_domain, NULL));
+    }
+
+    void TearDown() override
+    {
+        if (m_cq != NULL) {
+            EXPECT_EQ(0, fi_close(&m_cq->fid));
+        }
+        if (m_domain != NULL) {
+            EXPECT_EQ(0, fi_close(&m_domain->fid));
+        }
+        if (m_fabric != NULL) {
+            EXPECT_EQ(0, fi_close(&m_fabric->fid));
+        }
+        fi_freeinfo(m_head);
+        test_base::TearDown();
+    }
+
+    struct fi_info              *m_head   = NULL;
+    std::vector<struct fi_info*> m_infos;
+    struct fid_fabric           *m_fabric = NULL;
+    struct fid_domain           *m_domain = NULL;
+    struct fid_cq               *m_cq     = NULL;
+};
+
+TEST_P(cq, formats_open_and_read_empty)
+{
+    for (enum fi_cq_format f : {FI_CQ_FORMAT_UNSPEC, FI_CQ_FORMAT_CONTEXT,
+                                FI_CQ_FORMAT_MSG, FI_CQ_FORMAT_DATA}) {
+        struct fi_cq_attr attr = {};
+        struct fi_cq_data_entry entries[4];
+        struct fi_cq_err_entry err = {};
+        fi_addr_t src[4];
+        struct fid_cq *q;
+
+        attr.format = f;
+        attr.size   = 16;
+        ASSERT_EQ(0, fi_cq_open(m_domain, &attr, &q, this)) << f;
+        EXPECT_EQ((f == FI_CQ_FORMAT_UNSPEC) ? FI_CQ_FORMAT_CONTEXT : f,
+                  attr.format);
+        EXPECT_EQ((size_t)FI_CLASS_CQ, q->fid.fclass);
+        EXPECT_EQ(this, q->fid.context);
+        EXPECT_EQ(-FI_EAGAIN, fi_cq_read(q, entries, 4));
+        EXPECT_EQ(-FI_EAGAIN, fi_cq_readfrom(q, entries, 4, src));
+        EXPECT_EQ(-FI_EAGAIN, fi_cq_readerr(q, &err, 0));
+        EXPECT_EQ(-FI_EINVAL, fi_cq_read(q, NULL, 4));
+        EXPECT_EQ(-FI_EINVAL, fi_cq_readerr(q, NULL, 0));
+        EXPECT_EQ(0, fi_close(&q->fid));
+    }
+}
+
+TEST_P(cq, sread_bounded_by_timeout)
+{
+    struct fi_cq_attr attr = {};
+    struct fi_cq_entry entry;
+
+    attr.format   = FI_CQ_FORMAT_CONTEXT;
+    attr.wait_obj = FI_WAIT_UNSPEC;
+    ASSERT_EQ(0, fi_cq_open(m_domain, &attr, &m_cq, NULL));
+    for (int timeout_ms : {0, 50, 200}) {
+        test_clock::time_point start = test_clock::now();
+
+        EXPECT_EQ(-FI_EAGAIN, fi_cq_sread(m_cq, &entry, 1, NULL,
+                                          timeout_ms));
+        double t = seconds_since(start);
+        EXPECT_GE(t, timeout_ms / 1000.0);
+        EXPECT_LT(t, timeout_ms / 1000.0 + 2.0);
+    }
+}
+
+TEST_P(cq, signal_cuts_sread_short)
+{
+    struct fi_cq_attr attr = {};
+    struct fi_cq_entry entry;
+    fi_addr_t src;
+
+    attr.format   = FI_CQ_FORMAT_CONTEXT;
+    attr.wait_obj = FI_WAIT_MUTEX_COND;
+    ASSERT_EQ(0, fi_cq_open(m_domain, &attr, &m_cq, NULL));
+
+    test_clock::time_point start = test_clock::now();
+    std::thread signaller([this]() {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        EXPECT_EQ(0, fi_cq_signal(m_cq));
+    });
+    /* without the signal it would sleep 20 s */
+    EXPECT_EQ(-FI_ECANCELED, fi_cq_sreadfrom(m_cq, &entry, 1, &src, NULL,
+                                             20000));
+    signaller.join();
+    EXPECT_GE(seconds_since(start), 0.09);
+    EXPECT_LT(seconds_since(start), 10.0);
+
+    /* the signal was consumed: the next wait runs to its timeout */
+    EXPECT_EQ(-FI_EAGAIN, fi_cq_sread(m_cq, &entry, 1, NULL, 10));
+    /* a signal before the wait cancels it at once */
+    EXPECT_EQ(0, fi_cq_signal(m_cq));
+    EXPECT_EQ(-FI_ECANCELED, fi_cq_sread(m_cq, &entry, 1, NULL, 20000));
+}
+
+TEST_P(cq, refused_attributes)
+{
+    struct fi_cq_attr attr = {};
+    struct fid_cq *q = NULL;
+    struct fi_cq_entry entry;
+    char buf[64];
+
+    EXPECT_EQ(-FI_EINVAL, fi_cq_open(m_domain, NULL, &q, NULL));
+    attr.format = FI_CQ_FORMAT_TAGGED;
+    EXPECT_EQ(-FI_ENOSYS, fi_cq_open(m_domain, &attr, &q, NULL));
+    attr.format = (enum fi_cq_format)99;
+    EXPECT_EQ(-FI_EINVAL, fi_cq_open(m_domain, &attr, &q, NULL));
+    attr.format   = FI_CQ_FORMAT_CONTEXT;
+    attr.wait_obj = FI_WAIT_FD;
+    EXPECT_EQ(-FI_ENOSYS, fi_cq_open(m_domain, &attr, &q, NULL));
+    attr.wait_obj  = FI_WAIT_UNSPEC;
+    attr.wait_cond = FI_CQ_COND_THRESHOLD;
+    EXPECT_EQ(-FI_ENOSYS, fi_cq_open(m_domain, &attr, &q, NULL));
+    attr.wait_cond = FI_CQ_COND_NONE;
+    attr.flags     = FI_AFFINITY;
+    EXPECT_EQ(-FI_ENOSYS, fi_cq_open(m_domain, &attr, &q, NULL));
+    attr.flags = 0;
+    attr.size  = (1u << 20) + 1;
+    EXPECT_EQ(-FI_EINVAL, fi_cq_open(m_domain, &attr, &q, NULL));
+    EXPECT_EQ(nullptr, q);
+
+    /* no wait object: no blocking read */
+    attr.size     = 0;
+    attr.wait_obj = FI_WAIT_NONE;
+    ASSERT_EQ(0, fi_cq_open(m_domain, &attr, &m_cq, NULL));
+    EXPECT_EQ(-FI_ENOSYS, fi_cq_sread(m_cq, &entry, 1, NULL, 10));
+    EXPECT_EQ(std::string("fiatomic: provider error 7"),
+              std::string(fi_cq_strerror(m_cq, 7, NULL, buf, sizeof(buf))));
+}
+
+TEST_P(cq, domain_busy_while_open)
+{
+    struct fi_cq_attr attr = {};
+
+    ASSERT_EQ(0, fi_cq_open(m_domain, &attr, &m_cq, NULL));
+    EXPECT_EQ(-FI_EBUSY, fi_close(&m_domain->fid));
+    EXPECT_EQ(0, fi_close(&m_cq->fid));
+    m_cq = NULL;
+    EXPECT_EQ(0, fi_close(&m_domain->fid));
+    m_domain = NULL;
+}
+
+INSTANTIATE_TEST_SUITE_P(progress, cq,
+                         testing::Values(FI_PROGRESS_AUTO,
+                                         FI_PROGRESS_MANUAL),
+                         [](const testing::TestParamInfo<enum fi_progress>
+                                &info) {
+                             return std::string(info.param ==
+                                                FI_PROGRESS_AUTO ?
+                                                "auto" : "manual");
+                         });
+
+} // namespace
