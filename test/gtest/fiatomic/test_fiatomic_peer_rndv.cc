@@ -20,8 +20,10 @@ extern "C" {
 #include "fiatomic_wire.h"
 }
 
+#include <atomic>
 #include <deque>
 #include <memory>
+#include <thread>
 #include <tuple>
 
 using namespace fiatomic_test;
@@ -51,8 +53,9 @@ protected:
             GTEST_SKIP() << missing;
         }
         ASSERT_EQ(UCS_OK, ucp_setup_create({{"TLS", tl()}}, NULL, true,
-                                           &m_setup, &error)) << error;
-        expose();
+                                           &m_setup, &error, m_mt))
+                << error;
+        ASSERT_NO_FATAL_FAILURE(expose());
         ASSERT_NE(0u, m_hdr.flags & FIATOMIC_KEY_F_TARGET);
         ASSERT_EQ(UCS_OK, ucp_worker_get_address(m_setup.worker, &m_address,
                                                  &m_address_length));
@@ -95,20 +98,25 @@ protected:
         void *key;
         size_t key_size;
 
+        /* 8 bytes past a 64-byte boundary: UCP maps from a lower address,
+         * the key must still say the user's */
         memset(m_words, 0, sizeof(m_words));
         memset(&params, 0, sizeof(params));
         params.field_mask = FIATOMIC_MEM_PARAM_FIELD_ADDRESS |
                             FIATOMIC_MEM_PARAM_FIELD_LENGTH;
-        params.address    = m_words;
-        params.length     = sizeof(m_words);
+        params.address    = &m_words[1];
+        params.length     = sizeof(m_words) - sizeof(m_words[0]);
         ASSERT_EQ(UCS_OK, fiatomic_mem_expose(m_setup.fia, &params, &m_mem));
         ASSERT_EQ(UCS_OK, fiatomic_mem_pack_key(m_mem, &key, &key_size));
         ASSERT_GE(key_size, sizeof(m_hdr));
         memcpy(&m_hdr, key, sizeof(m_hdr));
         fiatomic_key_release(key);
+        ASSERT_EQ((uintptr_t)&m_words[1], m_hdr.address)
+                << "the key names other memory than was exposed";
+        ASSERT_EQ(params.length, m_hdr.length);
     }
 
-    /* fetch-add 1 on word 0, with `token` */
+    /* fetch-add 1 on the counter, with `token` */
     std::vector<uint8_t> fetch_add(uint64_t token, uint64_t id) const
     {
         uint64_t one = 1;
@@ -227,6 +235,9 @@ protected:
         return true;
     }
 
+    void refused_requests();
+
+    bool               m_mt       = false; /* a multi-threaded worker */
     ucp_setup          m_setup    = {NULL, NULL, NULL};
     fiatomic_mem_h     m_mem      = NULL;
     ucp_address_t      *m_address = NULL;
@@ -237,12 +248,12 @@ protected:
     std::unique_ptr<raw_client> m_other_p{new raw_client()};
     raw_client         &m_client = *m_client_p;
     raw_client         &m_other  = *m_other_p;
-    uint64_t           m_words[64];
+    alignas(64) uint64_t m_words[65]; /* [0]: a guard, [1] the counter */
 };
 
 /* Thousands of requests from one peer, most of them refused; then another
  * peer is served. */
-TEST_P(peer_rndv, refused_requests)
+void peer_rndv::refused_requests()
 {
     const std::vector<uint8_t> lengths_refused[] = {
         too_long(REQUEST_MAX + 1), too_long(16384), too_long(65636)
@@ -300,18 +311,18 @@ TEST_P(peer_rndv, refused_requests)
               << bad_sent << " bad token, " << valid_sent << " valid) in "
               << elapsed << " s, " << m_client.replies() << " replies ("
               << m_client.ok_replies() << " ok, " << m_client.error_replies()
-              << " errors), counter " << m_words[0] << std::endl;
+              << " errors), counter " << m_words[1] << std::endl;
 
     EXPECT_EQ(0u, m_client.bad_replies());
     if (with_reply()) {
         EXPECT_EQ(sent, m_client.replies());
         EXPECT_EQ(valid_sent, m_client.ok_replies());
         EXPECT_EQ(refused_sent + bad_sent, m_client.error_replies());
-        EXPECT_EQ(valid_sent, m_words[0]) << "valid requests executed";
+        EXPECT_EQ(valid_sent, m_words[1]) << "valid requests executed";
     } else {
         /* nobody could learn the outcome: nothing executed, no reply */
         EXPECT_EQ(0u, m_client.replies());
-        EXPECT_EQ(0u, m_words[0]);
+        EXPECT_EQ(0u, m_words[1]);
     }
 
     /* Rendezvous messages on the reply id: no request of ours waits for
@@ -331,7 +342,7 @@ TEST_P(peer_rndv, refused_requests)
     }
 
     /* Another peer is served, and so is this one. */
-    old = m_words[0];
+    old = m_words[1];
     ASSERT_TRUE(m_other.start(tl(), address(), &error)) << error;
     for (raw_client *client : {&m_other, &m_client}) {
         ucs_status_t status;
@@ -342,9 +353,46 @@ TEST_P(peer_rndv, refused_requests)
         EXPECT_EQ(old, value);
         ++old;
     }
-    EXPECT_EQ(old, m_words[0]);
+    EXPECT_EQ(old, m_words[1]);
+    EXPECT_EQ(0u, m_words[0]) << "the word before the exposed memory";
     EXPECT_EQ(0u, test_common::ucx_log_count())
             << "UCX logged errors or warnings";
+}
+
+TEST_P(peer_rndv, refused_requests)
+{
+    refused_requests();
+}
+
+/* The same with a multi-threaded worker while another thread keeps taking
+ * the context's lock: messages that come in meanwhile wait in the
+ * context's queue (a rendezvous descriptor kept with UCS_INPROGRESS), and
+ * the thread that lets the lock go receives or declines them. */
+class peer_rndv_contended : public peer_rndv {
+protected:
+    peer_rndv_contended() { m_mt = true; }
+};
+
+TEST_P(peer_rndv_contended, refused_requests)
+{
+    std::atomic<bool> stop(false);
+    unsigned long rounds = 0;
+    std::thread contender([&]() {
+        fiatomic_cntr_h cntr;
+
+        while (!stop.load()) {
+            if (fiatomic_cntr_open(m_setup.fia, &cntr) == UCS_OK) {
+                fiatomic_cntr_close(cntr);
+            }
+            ++rounds;
+        }
+    });
+
+    refused_requests();
+    stop = true;
+    contender.join();
+    std::cout << "[ INFO     ] " << rounds << " lock rounds of the other "
+              << "thread" << std::endl;
 }
 
 std::string param_name(const ::testing::TestParamInfo<rndv_param> &info)
@@ -356,6 +404,14 @@ std::string param_name(const ::testing::TestParamInfo<rndv_param> &info)
 
 INSTANTIATE_TEST_SUITE_P(
         tl, peer_rndv,
+        ::testing::Combine(::testing::Values(std::string("tcp"),
+                                             std::string("posix")),
+                           ::testing::Values(EAGER, RNDV),
+                           ::testing::Values(true, false)),
+        param_name);
+
+INSTANTIATE_TEST_SUITE_P(
+        tl, peer_rndv_contended,
         ::testing::Combine(::testing::Values(std::string("tcp"),
                                              std::string("posix")),
                            ::testing::Values(EAGER, RNDV),
