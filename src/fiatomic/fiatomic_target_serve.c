@@ -423,9 +423,13 @@ static ucs_status_t fiatomic_target_recv_rndv(fiatomic_peer_t *peer,
     ucs_status_ptr_t sptr;
     size_t received;
 
-    if ((length > FIATOMIC_REQUEST_MAX) ||
+    if ((length < sizeof(fiatomic_wire_req_t)) ||
+        (length > FIATOMIC_REQUEST_MAX) ||
         (peer->held_bytes + length > FIATOMIC_TARGET_HELD_MAX)) {
-        rndv = NULL; /* no valid request is that long */
+        /* no valid request is that short (nothing to receive: UCP would
+         * complete it at once, and outside its callback keep the
+         * descriptor) or that long */
+        rndv = NULL;
     } else {
         rndv = malloc(sizeof(*rndv) + length);
     }

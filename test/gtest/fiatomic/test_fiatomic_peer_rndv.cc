@@ -2,7 +2,8 @@
  * A foreign peer's requests through UCP's own protocols: a raw UCP client
  * (not libfiatomic) sends target-side requests to a target context in this
  * process, forced eager or by rendezvous, with and without the reply flag.
- * Most are refused (longer than any valid request), some are well-formed
+ * Most are refused (longer than any valid request, or shorter than a
+ * header), some are well-formed
  * but wrong (a bad token), some valid. The target must stay up, answer each
  * request that has a reply endpoint exactly once (valid ones with UCS_OK,
  * the others with an error), execute each valid one exactly once (none
@@ -260,6 +261,7 @@ void peer_rndv::refused_requests()
     };
     const std::vector<uint8_t> valid = fetch_add(m_hdr.token, 0x77);
     const std::vector<uint8_t> bad   = fetch_add(m_hdr.token ^ 1, 0x78);
+    const std::vector<uint8_t> too_short(valid.begin(), valid.begin() + 16);
     const uint32_t flags = send_flags(with_reply());
     std::deque<ucs_status_ptr_t> pending;
     unsigned sent = 0, valid_sent = 0, bad_sent = 0, refused_sent = 0;
@@ -280,6 +282,9 @@ void peer_rndv::refused_requests()
             } else if ((sent % 8) == 1) {
                 msg = &bad;
                 ++bad_sent;
+            } else if ((sent % 8) == 2) {
+                msg = &too_short; /* shorter than a header */
+                ++refused_sent;
             } else {
                 msg = &lengths_refused[sent % 3];
                 ++refused_sent;
@@ -307,7 +312,7 @@ void peer_rndv::refused_requests()
 
     std::cout << "[ INFO     ] " << tl() << (rndv() ? " rndv" : " eager")
               << (with_reply() ? " with" : " without") << " reply flag: "
-              << sent << " requests (" << refused_sent << " too long, "
+              << sent << " requests (" << refused_sent << " too short or long, "
               << bad_sent << " bad token, " << valid_sent << " valid) in "
               << elapsed << " s, " << m_client.replies() << " replies ("
               << m_client.ok_replies() << " ok, " << m_client.error_replies()
