@@ -144,20 +144,27 @@ typedef struct fiatomic_params {
                                through fiatomic_status_to_fi_errno) and
                                sends nothing; it succeeds again once
                                ucp_worker_progress() has completed some. */
-    double   op_timeout;  /**< seconds a target-side operation waits for
-                               its reply before it completes with
-                               UCS_ERR_TIMED_OUT (> 0, INFINITY for none,
+    double   op_timeout;  /**< seconds an operation of any strategy, a
+                               flush or a fence waits for its target before
+                               it completes with UCS_ERR_TIMED_OUT (> 0,
+                               INFINITY for none,
                                else UCS_ERR_INVALID_PARAM). Default: the
                                environment variable FIATOMIC_OP_TIMEOUT
                                ("2.5", "500ms", "inf"), else
                                FIATOMIC_OP_TIMEOUT_DEFAULT. A timed-out
                                operation's outcome is unknown: the target
                                may have executed it, or may still (a
-                               stopped target that resumes). The timeout is
-                               checked whenever the library is called
-                               (posting, fiatomic_request_check_status,
-                               flush) and when replies or liveness probes
-                               complete in ucp_worker_progress(). */
+                               stopped target that resumes). A target-side
+                               operation times out alone; UCP's own
+                               operations (native, cas, flushes) cannot be
+                               cancelled: their timeout fails the endpoint
+                               (every later call on it fails at once,
+                               fiatomic(3)). The timeout is checked
+                               whenever the library is called (posting,
+                               fiatomic_request_check_status, flush,
+                               fiatomic_cntr_wait) and when replies or
+                               liveness probes complete in
+                               ucp_worker_progress(). */
 } fiatomic_params_t;
 
 #define FIATOMIC_MAX_COUNT_DEFAULT    4096

@@ -33,8 +33,9 @@ fiatomic_config_table[FIATOMIC_CONFIG_LAST] = {
         "FIATOMIC_OP_TIMEOUT",
         UCS_PP_MAKE_STRING(FIATOMIC_OP_TIMEOUT_DEFAULT),
         "<seconds>|<n>s|<n>ms|<n>us|inf",
-        "How long a target-side operation waits for its reply before it\n"
-        "completes with UCS_ERR_TIMED_OUT (its outcome is then unknown).\n"
+        "How long an operation waits for its target, whatever its strategy,\n"
+        "before it completes with UCS_ERR_TIMED_OUT (its outcome is then\n"
+        "unknown; a native or cas operation or a flush fails its endpoint).\n"
         "The op_timeout field of fiatomic_params_t overrides it. A\n"
         "malformed value fails fiatomic_create()."
     },

@@ -30,20 +30,21 @@ FIATOMIC_API const char *fiatomic_strategy_name(fiatomic_strategy_t strategy)
     return fiatomic_strategy_names[strategy];
 }
 
-/* FIATOMIC_STRATEGY=auto|native|cas|direct|target; NONE means auto. An unknown value
- * is an error at fiatomic_create(), not a silent fallback. */
+/* FIATOMIC_STRATEGY=auto|native|cas|direct|target, spelled exactly so (lower
+ * case, as fiatomic(3) lists them); NONE means auto. Any other value is an
+ * error at fiatomic_create(), not a silent fallback. */
 static ucs_status_t fiatomic_parse_strategy(fiatomic_strategy_t *strategy_p)
 {
     const char *value = fiatomic_config_get(FIATOMIC_CONFIG_STRATEGY);
     int i;
 
     *strategy_p = FIATOMIC_STRATEGY_NONE;
-    if (!strcasecmp(value, "auto")) {
+    if (!strcmp(value, "auto")) {
         return UCS_OK;
     }
 
     for (i = FIATOMIC_STRATEGY_NATIVE; i < FIATOMIC_STRATEGY_LAST; ++i) {
-        if (!strcasecmp(value, fiatomic_strategy_names[i])) {
+        if (!strcmp(value, fiatomic_strategy_names[i])) {
             *strategy_p = (fiatomic_strategy_t)i;
             return UCS_OK;
         }
@@ -80,18 +81,18 @@ static bool fiatomic_parse_seconds(const char *text, double *sec_p)
     return true;
 }
 
-/* FIATOMIC_CAS_HANDOFF=yes|no (default yes): whether a contended CAS-loop
- * element goes to the target where that is atomic (fiatomic_exec_cas.c);
- * "no" measures the plain loop. */
+/* FIATOMIC_CAS_HANDOFF=yes|no (default yes), spelled exactly so: whether a
+ * contended CAS-loop element goes to the target where that is atomic
+ * (fiatomic_exec_cas.c); "no" measures the plain loop. */
 static ucs_status_t fiatomic_parse_cas_handoff(bool *handoff_p)
 {
     const char *value = fiatomic_config_get(FIATOMIC_CONFIG_CAS_HANDOFF);
 
     *handoff_p = true;
-    if (!strcasecmp(value, "yes") || !strcmp(value, "1")) {
+    if (!strcmp(value, "yes")) {
         return UCS_OK;
     }
-    if (!strcasecmp(value, "no") || !strcmp(value, "0")) {
+    if (!strcmp(value, "no")) {
         *handoff_p = false;
         return UCS_OK;
     }

@@ -52,7 +52,7 @@ struct fiatomic_context {
     unsigned            num_cntrs;  /* counters open */
     size_t              max_count;
     size_t              max_inflight; /* operations in flight per ep */
-    uint64_t            op_timeout_ns; /* target-side operations;
+    uint64_t            op_timeout_ns; /* every operation, flush, fence;
                                           UINT64_MAX: none */
     fiatomic_strategy_t forced;     /* NONE = auto */
     bool                cas_handoff; /* FIATOMIC_CAS_HANDOFF */

@@ -51,7 +51,8 @@ static ucs_status_t fiatomic_ep_create_locked(fiatomic_h fia, ucp_ep_h ucp_ep,
     ep->msg_order    = msg_order;
     ep->silent_error = UCS_OK;
     ep->flush_status = UCS_OK;
-    fiatomic_handle_table_init(&ep->keys, UINT32_MAX);
+    /* a key of another endpoint, even one freed before, names nothing */
+    fiatomic_handle_table_init_unique(&ep->keys, UINT32_MAX);
     ucs_list_head_init(&ep->outstanding_list);
     ucs_list_head_init(&ep->deferred);
     ucs_list_head_init(&ep->target.am_pending);
@@ -116,7 +117,6 @@ void fiatomic_ep_inflight_remove(fiatomic_ep_h ep)
 /* Request ordering: start, fence, flush, completion                         */
 
 static void fiatomic_ep_progress_deferred(fiatomic_ep_h ep);
-static void fiatomic_req_complete(fiatomic_req_t *req);
 
 static void fiatomic_ep_start(fiatomic_ep_h ep, fiatomic_req_t *req)
 {
@@ -161,7 +161,7 @@ static void fiatomic_ep_start(fiatomic_ep_h ep, fiatomic_req_t *req)
 }
 
 /* Report a request's completion to whoever owns it. */
-static void fiatomic_req_complete(fiatomic_req_t *req)
+void fiatomic_req_complete(fiatomic_req_t *req)
 {
     fiatomic_ep_h ep = req->ep;
 
@@ -338,8 +338,11 @@ again:
 static void fiatomic_ep_progress_deferred(fiatomic_ep_h ep)
 {
     /* Starting a request may complete others and call back into the user,
-     * who may post: one pass at a time, repeated while anything changed. */
-    if (ep->progressing) {
+     * who may post: one pass at a time, repeated while anything changed.
+     * A failed endpoint starts nothing (fiatomic_ep_fail empties it). */
+    if (ep->failed != UCS_OK) {
+        return;
+    } else if (ep->progressing) {
         ep->progress_again = true;
         return;
     }
@@ -348,12 +351,27 @@ static void fiatomic_ep_progress_deferred(fiatomic_ep_h ep)
     do {
         ep->progress_again = false;
         fiatomic_ep_progress_once(ep);
-    } while (ep->progress_again && !ep->destroyed);
+    } while (ep->progress_again && !ep->closed);
     ep->progressing = false;
 }
 
 void fiatomic_ep_submit(fiatomic_ep_h ep, fiatomic_req_t *req)
 {
+    req->submit_ns = fiatomic_now_ns(); /* the operation timeout's start */
+    if (ucs_unlikely(ep->failed != UCS_OK)) {
+        /* a context flush's child (the only caller that may reach a failed
+         * endpoint with a request of the user's) reports what is left of
+         * its silent errors; anything else fails as the endpoint did */
+        if (req->flags & FIATOMIC_REQ_F_CHILD) {
+            req->status      = ep->silent_error;
+            ep->silent_error = UCS_OK;
+        } else {
+            req->status = ep->failed;
+        }
+        fiatomic_req_complete(req);
+        return;
+    }
+
     if ((ep->msg_order != 0) && (req->kind == FIATOMIC_REQ_OP)) {
         fiatomic_order_prepare(req);
     }
@@ -470,11 +488,15 @@ fiatomic_ep_flush_locked(fiatomic_ep_h ep,
 {
     fiatomic_req_t *req;
 
-    if (ep->destroyed) {
-        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    if (ep->closed) {
+        return UCS_STATUS_PTR(ep->destroyed ? UCS_ERR_INVALID_PARAM :
+                                              ep->failed);
     }
 
-    fiatomic_target_check_overdue(ep);
+    fiatomic_ep_check_overdue(ep);
+    if (ep->failed != UCS_OK) {
+        return UCS_STATUS_PTR(ep->failed); /* reported to every operation */
+    }
     req = fiatomic_req_get(ep, 0, 0);
     if (req == NULL) {
         return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
@@ -540,10 +562,11 @@ void fiatomic_ctx_flush_child_done(fiatomic_req_t *child)
 
 void fiatomic_ctx_check_overdue(fiatomic_h fia)
 {
-    fiatomic_ep_h ep;
+    fiatomic_ep_h ep, tmp;
 
-    ucs_list_for_each(ep, &fia->eps, list) {
-        fiatomic_target_check_overdue(ep);
+    /* a callback of a request that failed may destroy its endpoint */
+    ucs_list_for_each_safe(ep, tmp, &fia->eps, list) {
+        fiatomic_ep_check_overdue(ep);
     }
 }
 
@@ -617,6 +640,7 @@ FIATOMIC_API void fiatomic_ep_destroy(fiatomic_ep_h ep)
     fia    = ep->fia;
     locked = fiatomic_enter(fia);
     ep->destroyed = true;
+    ep->closed    = true;
     ucs_list_del(&ep->list);
     /* Replies still awaited will not be waited for. */
     fiatomic_target_ep_fail(ep, UCS_ERR_CANCELED);

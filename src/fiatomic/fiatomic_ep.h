@@ -8,6 +8,8 @@
 
 #include "fiatomic_context.h"
 
+#include <time.h>
+
 typedef enum {
     FIATOMIC_DOMAIN_CPU,    /* UCP's atomics are CPU atomics (shm, self, or
                                software atomics executed by the target) */
@@ -72,6 +74,14 @@ struct fiatomic_ep {
     bool              ucp_amo_ok;      /* UCP executes atomics on it */
     bool              destroyed;       /* user destroyed it; zombie until
                                           in-flight UCP operations drain */
+    bool              closed;          /* destroyed, or failed: every call
+                                          fails at once (the one flag the
+                                          fast paths test) */
+    ucs_status_t      failed;          /* UCS_OK, or why it failed (a UCP
+                                          operation or barrier overdue,
+                                          fiatomic_ep_timeout.c) */
+    unsigned          polls;           /* fiatomic_request_check_status
+                                          calls, for FIATOMIC_EP_CHECK_EVERY */
     fiatomic_ep_native_t native;       /* fiatomic_exec_native.c */
     bool              wireup_flushed;  /* the flush before the first
                                           software atomic was asked for */
@@ -117,10 +127,13 @@ static inline void fiatomic_cntr_count(fiatomic_ep_h ep, ucs_status_t status)
 void fiatomic_cntr_ep_freed(fiatomic_ep_h ep);
 
 /* fiatomic_ep.c */
-/** Start a request now, or defer it behind a fence/flush. */
+/** Start a request now, or defer it behind a fence/flush (complete it at
+ *  once with the failure on a failed endpoint). */
 void fiatomic_ep_submit(fiatomic_ep_h ep, fiatomic_req_t *req);
 /** A started request completed: drives fences, flushes and zombie eps. */
 void fiatomic_ep_req_done(fiatomic_ep_h ep, fiatomic_req_t *req);
+/** Report a request's completion (req->status) to whoever owns it. */
+void fiatomic_req_complete(fiatomic_req_t *req);
 void fiatomic_ep_inflight_add(fiatomic_ep_h ep);
 void fiatomic_ep_inflight_remove(fiatomic_ep_h ep);
 /** Flush the endpoint once before its first software atomic (UCX 1.13.1's
@@ -132,6 +145,27 @@ void fiatomic_order_prepare(fiatomic_req_t *req);
 /** An earlier operation on the endpoint, started or waiting, that the
  *  request overlaps in a way the endpoint orders has not completed. */
 bool fiatomic_order_must_wait(fiatomic_ep_h ep, const fiatomic_req_t *req);
+
+/* fiatomic_ep_timeout.c: the operation timeout of UCP's own operations */
+/** Monotonic nanoseconds, a few milliseconds coarse: for timeouts. */
+static inline uint64_t fiatomic_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+/* Polls of a request between two looks at its endpoint's timeout */
+#define FIATOMIC_EP_CHECK_EVERY 64
+/** Time out what the endpoint waits for: target-side messages
+ *  (fiatomic_target_check_overdue), and an operation with a UCP atomic in
+ *  flight or a barrier waiting for UCP longer than the operation timeout,
+ *  which fails the endpoint (fiatomic_ep_fail). */
+void fiatomic_ep_check_overdue(fiatomic_ep_h ep);
+/** The endpoint fails with `status`: everything waiting or in flight on it
+ *  is reported now, exactly once; UCP's operations still in flight keep
+ *  their requests until UCP hands them back; every later call fails. */
+void fiatomic_ep_fail(fiatomic_ep_h ep, ucs_status_t status);
 
 /* fiatomic_ep.c: the context flush */
 /** An endpoint flush of a context flush completed. */

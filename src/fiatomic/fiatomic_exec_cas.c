@@ -195,6 +195,7 @@ static void fiatomic_cas_issue(fiatomic_elem_t *elem)
                                 elem->word_size, elem->word_addr, &elem->reply,
                                 fiatomic_cas_cb);
         if (UCS_PTR_IS_PTR(sptr)) {
+            elem->req->flags |= FIATOMIC_REQ_F_UCP;
             fiatomic_ep_inflight_add(ep);
             return;
         } else if (UCS_PTR_IS_ERR(sptr)) {
@@ -230,8 +231,10 @@ static void fiatomic_cas_cb(void *request, ucs_status_t status,
     wmask = fiatomic_cas_word_mask(elem);
     old   = elem->reply & wmask;
     ucp_request_free(request);
-    if (status != UCS_OK) {
-        /* A failed peer ends the loop: no retry on an error. */
+    if ((status != UCS_OK) ||
+        (elem->req->flags & FIATOMIC_REQ_F_ABANDONED)) {
+        /* A failed peer ends the loop: no retry on an error; a request
+         * reported timed out is not retried, nor its result written. */
         fiatomic_elem_done(elem, status);
     } else if (old == elem->expected) {
         fiatomic_cas_finish(elem, elem->expected,

@@ -72,7 +72,9 @@ static void fiatomic_native_finish(fiatomic_elem_t *elem, bool fetched,
 {
     fiatomic_req_t *req = elem->req;
 
-    if (status == UCS_OK) {
+    if ((status == UCS_OK) && !(req->flags & FIATOMIC_REQ_F_ABANDONED)) {
+        /* an abandoned request's owner was told it timed out: its result
+         * buffer is no longer ours to write */
         if (elem->result != NULL) {
             memcpy(elem->result, &elem->reply, req->cell->size);
         }
@@ -147,6 +149,7 @@ static size_t fiatomic_native_start(fiatomic_req_t *req, size_t first,
                             fetch ? fiatomic_native_fetch_cb :
                                     fiatomic_native_post_cb);
     if (UCS_PTR_IS_PTR(sptr)) {
+        req->flags |= FIATOMIC_REQ_F_UCP;
         fiatomic_ep_inflight_add(req->ep);
     } else {
         fiatomic_native_finish(elem, fetch, UCS_PTR_STATUS(sptr));

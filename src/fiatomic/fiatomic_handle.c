@@ -15,7 +15,20 @@ void fiatomic_handle_table_init(fiatomic_handle_table_t *table, uint32_t max)
     /* index + 1 must fit the handle's 32 bits */
     table->max   = (max == 0) ? 1 : (max == UINT32_MAX) ? (UINT32_MAX - 1) :
                    max;
+    table->unique = false;
 }
+
+void fiatomic_handle_table_init_unique(fiatomic_handle_table_t *table,
+                                       uint32_t max)
+{
+    fiatomic_handle_table_init(table, max);
+    table->unique = true;
+}
+
+/* The generations of the unique tables: each is given once in the
+ * process, so a handle is refused by every slot but the one it was made
+ * for (any thread may add to its own context's tables). */
+static uint32_t fiatomic_handle_sequence;
 
 void fiatomic_handle_table_cleanup(fiatomic_handle_table_t *table)
 {
@@ -67,6 +80,11 @@ ucs_status_t fiatomic_handle_add(fiatomic_handle_table_t *table, void *obj,
     }
 
     table->slots[index].obj = obj;
+    if (table->unique) {
+        table->slots[index].generation =
+                __atomic_add_fetch(&fiatomic_handle_sequence, 1,
+                                   __ATOMIC_RELAXED);
+    }
     ++table->used;
     if (handle_p != NULL) {
         *handle_p = fiatomic_handle_of(table, index);

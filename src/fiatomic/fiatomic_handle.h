@@ -23,6 +23,10 @@
  * refused even once its slot holds another object (the slot's generation
  * moved on). The table grows by doubling, never beyond `max` slots: who
  * may add to it (a user, a peer's traffic) is bounded by the caller's cap.
+ * A table made with fiatomic_handle_table_init_unique takes its objects'
+ * generations from a process-wide sequence instead of counting them per
+ * slot: a handle of one such table names nothing in any other (until 2^32
+ * objects were added in the process), with the same lookup.
  */
 typedef struct fiatomic_handle_slot {
     void     *obj;        /* NULL when free */
@@ -34,10 +38,15 @@ typedef struct fiatomic_handle_table {
     uint32_t               size;  /* slots allocated */
     uint32_t               used;  /* slots holding an object */
     uint32_t               max;   /* slots at most */
+    bool                   unique; /* generations process-wide */
 } fiatomic_handle_table_t;
 
 /** An empty table of at most `max` slots (at least 1). */
 void fiatomic_handle_table_init(fiatomic_handle_table_t *table, uint32_t max);
+/** The same, its handles refused by every other unique table: the tables
+ *  whose handles a user holds for several objects (endpoints' keys). */
+void fiatomic_handle_table_init_unique(fiatomic_handle_table_t *table,
+                                       uint32_t max);
 /** Frees the slots (not the objects). */
 void fiatomic_handle_table_cleanup(fiatomic_handle_table_t *table);
 /** Put obj (not NULL) in a free slot: its handle in *handle_p, its index

@@ -122,8 +122,10 @@ fiatomic_call_check(fiatomic_ep_h ep, fiatomic_call_t *call, size_t *count_p)
     size_t count, rma_count, other;
     ucs_status_t status;
 
-    if (ucs_unlikely((ep == NULL) || ep->destroyed)) {
-        return UCS_ERR_INVALID_PARAM;
+    if (ucs_unlikely((ep == NULL) || ep->closed)) {
+        /* a failed endpoint: what failed it (its operations were told) */
+        return ((ep != NULL) && (ep->failed != UCS_OK)) ?
+               ep->failed : UCS_ERR_INVALID_PARAM;
     }
 
     if (ucs_unlikely(call->flags & ~FIATOMIC_OP_FLAGS)) {
@@ -626,7 +628,7 @@ fiatomic_one_direct(fiatomic_ep_h ep, const fiatomic_cell_t *cell,
     ucs_status_t status;
     uint64_t offset;
 
-    if (ucs_unlikely((ep == NULL) || ep->fia->mt || ep->destroyed ||
+    if (ucs_unlikely((ep == NULL) || ep->fia->mt || ep->closed ||
                      (count != 1) ||
                      (fiatomic_param_flags(param) &
                       ~FIATOMIC_ONE_DIRECT_FLAGS) ||

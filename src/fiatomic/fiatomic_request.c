@@ -104,6 +104,13 @@ void fiatomic_req_put(fiatomic_req_t *req)
 {
     fiatomic_h fia = req->fia;
 
+    if (ucs_unlikely(req->flags & FIATOMIC_REQ_F_ABANDONED) &&
+        (req->remaining > 0)) {
+        /* UCP still writes into its elements: recycled when it is done */
+        req->flags |= FIATOMIC_REQ_F_ORPHAN;
+        return;
+    }
+
     fiatomic_req_uncount(req); /* never started (refused at layout) */
 
     if (!fiatomic_freelist_put(&fia->free_reqs, &req->list)) {
@@ -125,9 +132,16 @@ void fiatomic_elem_done(fiatomic_elem_t *elem, ucs_status_t status)
     }
 
     fiatomic_assert(req->remaining > 0);
-    if (--req->remaining == 0) {
-        fiatomic_ep_req_done(req->ep, req);
+    if (--req->remaining > 0) {
+        return;
+    } else if (ucs_unlikely(req->flags & FIATOMIC_REQ_F_ABANDONED)) {
+        /* already reported (timed out); its owner may have let it go */
+        if (req->flags & FIATOMIC_REQ_F_ORPHAN) {
+            fiatomic_req_put(req);
+        }
+        return;
     }
+    fiatomic_ep_req_done(req->ep, req);
 }
 
 /* Checking a request that may be overdue, or on a multi-threaded context:
@@ -144,7 +158,7 @@ fiatomic_request_check_slow(fiatomic_req_t *req)
         /* Waiting on it: a reply that should have come makes us look at
          * the target (a request not completed keeps its ep alive). */
         if (req->ep != NULL) {
-            fiatomic_target_check_overdue(req->ep);
+            fiatomic_ep_check_overdue(req->ep);
         } else {
             fiatomic_ctx_check_overdue(fia);
         }
@@ -166,12 +180,15 @@ FIATOMIC_API ucs_status_t fiatomic_request_check_status(void *request)
     /* The answers of a polling loop, a few instructions each on a
      * single-threaded context: done, or in progress with no target-side
      * message of its endpoint to watch (a window of requests is tested
-     * over and over while the network works). */
+     * over and over while the network works); UCP's own operations are
+     * looked at for the operation timeout one poll in
+     * FIATOMIC_EP_CHECK_EVERY. */
     if (ucs_likely(!req->fia->mt)) {
         if (req->flags & FIATOMIC_REQ_F_COMPLETED) {
             return req->status;
         } else if ((req->ep != NULL) &&
-                   ucs_list_is_empty(&req->ep->target.am_pending)) {
+                   ucs_list_is_empty(&req->ep->target.am_pending) &&
+                   ((++req->ep->polls % FIATOMIC_EP_CHECK_EVERY) != 0)) {
             return UCS_INPROGRESS;
         }
     }

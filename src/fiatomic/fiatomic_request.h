@@ -27,8 +27,16 @@ enum {
     FIATOMIC_REQ_F_POSTING   = UCS_BIT(7), /* the post call has not returned */
     FIATOMIC_REQ_F_LISTED    = UCS_BIT(8), /* in ep->outstanding_list */
     FIATOMIC_REQ_F_COUNTED   = UCS_BIT(9), /* in ep->ops_inflight */
-    FIATOMIC_REQ_F_CHILD     = UCS_BIT(10) /* an endpoint flush of a
-                                              context flush (parent) */
+    FIATOMIC_REQ_F_CHILD     = UCS_BIT(10), /* an endpoint flush of a
+                                               context flush (parent) */
+    FIATOMIC_REQ_F_UCP       = UCS_BIT(11), /* an element had a UCP atomic
+                                               in flight (native, CAS) */
+    FIATOMIC_REQ_F_ABANDONED = UCS_BIT(12), /* reported timed out while UCP
+                                               still held elements of it
+                                               (fiatomic_ep_timeout.c) */
+    FIATOMIC_REQ_F_ORPHAN    = UCS_BIT(13)  /* abandoned and let go by its
+                                               owner: recycled when UCP
+                                               hands back its last element */
 };
 
 struct fiatomic_elem {
@@ -66,6 +74,8 @@ struct fiatomic_req {
     uint8_t                  order_kind;   /* reads / writes */
     size_t                   remaining; /* elements not yet done */
     ucs_status_t             status;
+    uint64_t                 submit_ns; /* when the call submitted it
+                                           (fiatomic_ep_timeout.c) */
     fiatomic_send_callback_t cb;
     void                     *user_data;
     fiatomic_elem_t          *elems;

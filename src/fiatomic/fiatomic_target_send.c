@@ -24,7 +24,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct fiatomic_am_msg {
     ucs_list_link_t list;      /* ep->target.am_pending, or fia->free_msgs */
@@ -45,14 +44,6 @@ struct fiatomic_am_msg {
 
 /* A reply later than this makes the endpoint probe its target. */
 #define FIATOMIC_PROBE_DELAY_NS (50ull * 1000 * 1000)
-
-static uint64_t fiatomic_now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 static bool fiatomic_target_supports(const fiatomic_cell_t *cell)
 {

@@ -11,6 +11,7 @@
 #include "fiatomic.h"
 #include "tool_common.h"
 
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <spawn.h>
@@ -26,6 +27,32 @@ extern char **environ;
 
 /* A pipe carries the target's address and key: a few KiB. */
 #define INFO_MAX_BLOB (1u << 20)
+
+/*
+ * UCX logs to standard output by default (the FILE it took when it loaded,
+ * before main), which would put its lines between those of the table or the
+ * CSV. Point file descriptor 1 at standard error, so that every UCX line of
+ * this process (and of the target, which inherits it) goes there, and write
+ * the results to a stream on a copy of the original standard output.
+ */
+static FILE *info_stdout_for_results(void)
+{
+    FILE *out;
+    int fd;
+
+    fflush(stdout);
+    fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+    if ((fd < 0) || (dup2(STDERR_FILENO, STDOUT_FILENO) < 0)) {
+        perror("fiatomic_info: redirecting UCX's log to stderr");
+        return NULL;
+    }
+    out = fdopen(fd, "w");
+    if (out == NULL) {
+        perror("fiatomic_info: fdopen");
+        close(fd);
+    }
+    return out;
+}
 
 /* The target process: expose memory, hand out address and key, progress
  * until the initiator closes the pipe. */
@@ -169,16 +196,17 @@ static int info_op_in_family(fiatomic_ep_h ep, uint64_t key, int family,
 
 /* One block per family: a row per datatype, named in full (DOUBLE and
  * DOUBLE_COMPLEX must not look alike), a column per op of the family. */
-static void info_print_table(fiatomic_ep_h ep, uint64_t key,
-                             unsigned *supported, unsigned *small_supported)
+static void info_print_table(FILE *out, fiatomic_ep_h ep, uint64_t key,
+                             unsigned *supported,
+                             unsigned *small_supported)
 {
     fiatomic_cell_info_t info;
     int family, op, dt, width;
     int ops[FI_ATOMIC_OP_LAST], num_ops;
 
-    printf("strategy per cell: N native, C cas, D direct, T target-side,"
-           " x unsupported here,"
-           " . not a cell; * completion needs target progress\n");
+    fprintf(out, "strategy per cell: N native, C cas, D direct, "
+            "T target-side, x unsupported here, . not a cell; "
+            "* completion needs target progress\n");
     for (family = 0; family < FIATOMIC_FAMILY_LAST; ++family) {
         num_ops = 0;
         for (op = 0; op < FI_ATOMIC_OP_LAST; ++op) {
@@ -188,13 +216,14 @@ static void info_print_table(fiatomic_ep_h ep, uint64_t key,
         }
 
         /* "FI_LONG_DOUBLE_COMPLEX" -> "LONG_DOUBLE_COMPLEX" */
-        printf("\n%s family\n%-20s", fiatomic_family_name(family), "");
+        fprintf(out, "\n%s family\n%-20s", fiatomic_family_name(family),
+                "");
         for (op = 0; op < num_ops; ++op) {
-            printf(" %s", fiatomic_op_name(ops[op]) + 3);
+            fprintf(out, " %s", fiatomic_op_name(ops[op]) + 3);
         }
-        printf("\n");
+        fprintf(out, "\n");
         for (dt = 0; dt <= FI_UINT128; ++dt) {
-            printf("%-20s", fiatomic_datatype_name(dt) + 3);
+            fprintf(out, "%-20s", fiatomic_datatype_name(dt) + 3);
             for (op = 0; op < num_ops; ++op) {
                 char cell[3] = ".";
                 if (fiatomic_query_cell(ep, key, family, dt, ops[op],
@@ -209,20 +238,21 @@ static void info_print_table(fiatomic_ep_h ep, uint64_t key,
                 /* no trailing blanks after the last column */
                 width = (op + 1 == num_ops) ? 0 :
                         (int)strlen(fiatomic_op_name(ops[op]) + 3);
-                printf(" %-*s", width, cell);
+                fprintf(out, " %-*s", width, cell);
             }
-            printf("\n");
+            fprintf(out, "\n");
         }
     }
 }
 
-static void info_print_csv(fiatomic_ep_h ep, uint64_t key, int all,
+static void info_print_csv(FILE *out, fiatomic_ep_h ep, uint64_t key, int all,
                            unsigned *supported, unsigned *small_supported)
 {
     fiatomic_cell_info_t info;
     int family, op, dt, ret;
 
-    printf("family,op,datatype,supported,strategy,needs_target_progress\n");
+    fprintf(out, "family,op,datatype,supported,strategy,"
+            "needs_target_progress\n");
     for (family = 0; family < FIATOMIC_FAMILY_LAST; ++family) {
         for (op = 0; op < FI_ATOMIC_OP_LAST; ++op) {
             for (dt = 0; dt <= FI_UINT128; ++dt) {
@@ -234,11 +264,12 @@ static void info_print_csv(fiatomic_ep_h ep, uint64_t key, int all,
                     info.strategy              = FIATOMIC_STRATEGY_NONE;
                     info.needs_target_progress = 0;
                 }
-                printf("%s,%s,%s,%d,%s,%d\n", fiatomic_family_name(family),
-                       fiatomic_op_name(op), fiatomic_datatype_name(dt),
-                       info.strategy != FIATOMIC_STRATEGY_NONE,
-                       fiatomic_strategy_name(info.strategy),
-                       info.needs_target_progress);
+                fprintf(out, "%s,%s,%s,%d,%s,%d\n",
+                        fiatomic_family_name(family), fiatomic_op_name(op),
+                        fiatomic_datatype_name(dt),
+                        info.strategy != FIATOMIC_STRATEGY_NONE,
+                        fiatomic_strategy_name(info.strategy),
+                        info.needs_target_progress);
                 if (info.strategy != FIATOMIC_STRATEGY_NONE) {
                     ++*supported;
                     *small_supported += info_is_small(dt);
@@ -297,6 +328,7 @@ int main(int argc, char **argv)
     tool_node_t node;
     uint64_t key;
     void *close_req;
+    FILE *out;
 
     if ((argc == 4) && !strcmp(argv[1], "--serve-target")) {
         return info_serve_target(atoi(argv[2]), atoi(argv[3]));
@@ -332,7 +364,8 @@ int main(int argc, char **argv)
     }
 
     signal(SIGPIPE, SIG_IGN);
-    if (info_spawn_target(&target) ||
+    out = info_stdout_for_results();
+    if ((out == NULL) || info_spawn_target(&target) ||
         tool_node_init(&node, "fiatomic_info", NULL)) {
         return 1;
     }
@@ -360,16 +393,21 @@ int main(int argc, char **argv)
     info_wait(node.worker, ucp_ep_flush_nb(ucp_ep, 0, info_flush_cb));
 
     if (csv) {
-        info_print_csv(ep, key, all, &supported, &small_supported);
+        info_print_csv(out, ep, key, all, &supported, &small_supported);
     } else {
         const char *tls = getenv("UCX_TLS");
         const char *forced = getenv("FIATOMIC_STRATEGY");
-        printf("libfiatomic %s, UCX %s, UCX_TLS=%s, FIATOMIC_STRATEGY=%s\n\n",
-               FIATOMIC_VERSION_STRING, ucp_get_version_string(),
-               tls ? tls : "(default)", forced ? forced : "auto");
-        info_print_table(ep, key, &supported, &small_supported);
-        printf("\n%u supported cells (%u with elements of at most 8 bytes) "
-               "of 414\n", supported, small_supported);
+        fprintf(out, "libfiatomic %s, UCX %s, UCX_TLS=%s, "
+                "FIATOMIC_STRATEGY=%s\n\n", FIATOMIC_VERSION_STRING,
+                ucp_get_version_string(), tls ? tls : "(default)",
+                forced ? forced : "auto");
+        info_print_table(out, ep, key, &supported, &small_supported);
+        fprintf(out, "\n%u supported cells (%u with elements of at most 8 "
+                "bytes) of 414\n", supported, small_supported);
+    }
+    if (fclose(out) != 0) {
+        perror("fiatomic_info: writing the output");
+        return 1;
     }
 
     fiatomic_rkey_release(ep, key);

@@ -11,6 +11,11 @@
 #  - fiatomic_perftest prints a progress line every report interval of a
 #    long run (none with interval 0), and its rate column is the overall one
 #    (1e6 / overall latency).
+#  - fiatomic_perftest refuses a --pin CPU outside its affinity mask and an
+#    empty element in a list option; FIATOMIC_STRATEGY/FIATOMIC_CAS_HANDOFF
+#    take only fiatomic(3)'s spellings (fiatomic_create fails otherwise);
+#  - fiatomic_info --csv's stdout is the CSV alone while UCX warns;
+#  - --baseline libfabric follows the transport UCP chose (UCX_TLS unset).
 # Run from the top build directory (automake's test driver does).
 set -uo pipefail
 info=${FIATOMIC_INFO:-src/tools/fiatomic_info}
@@ -70,11 +75,28 @@ invalid port '70000'|-p 70000
 invalid baseline 'mpi': expected ucp or libfabric|--baseline mpi
 invalid strategy 'fast'|--strategy fast
 invalid CPU pair '3'|--pin 3
+invalid initiator list '1,,2'|--scale --initiators 1,,2
+invalid initiator list '1,2,'|--scale --initiators 1,2,
+invalid transport list 'posix,,tcp'|--transports posix,,tcp
+invalid transport list 'atomicx\+\+tcp'|--transports atomicx++tcp
+invalid goal list ',mallocs-per-call'|--goal ,mallocs-per-call
+invalid strategy list 'cas,,target'|--scale --strategy cas,,target
+invalid strategy 'NATIVE'|--strategy NATIVE
 invalid verification count '0'|--verify-count 0
 invalid transport list ','|--transports ,
 unexpected argument 'b'|a b
 window 1024 x count 4096 of FI_LONG_DOUBLE_COMPLEX|-W 1024 -c 4096 -d cld
 EOF_CASES
+
+# --pin: a CPU that does not exist (99 where fewer CPUs are installed, else
+# 4096, past any affinity mask) is refused, for the initiator and the target
+cpu=$(sed -nE 's/^Cpus_allowed_list:[[:space:]]*([0-9]+).*/\1/p' /proc/self/status)
+out_cpu=99
+[ "$(nproc --all)" -lt 100 ] || out_cpu=4096
+expect 2 "" "invalid CPU pair '$cpu,$out_cpu': CPU $out_cpu is not one this process may run on" -- \
+    "$perf" --pin "$cpu,$out_cpu"
+expect 2 "" "invalid CPU pair '$out_cpu,$cpu': CPU $out_cpu is not one this process may run on" -- \
+    "$perf" --pin "$out_cpu,$cpu"
 
 echo "=== fiatomic_perftest: count 5000 (above the default max_count) ==="
 expect 0 "^Final: +20 " "" -- env UCX_TLS=posix "$perf" -c 5000 -n 20 -w 2 --verify
@@ -98,6 +120,53 @@ summary=$(sed -n 's/^\([0-9]*\) supported cells.*/\1/p' "$tmp/table")
     bad "table shows $table_cells cells, CSV $csv_cells, fi_atomic(3) has 414"
 [ "$summary" = "$csv_supported" ] && ok ||
     bad "table says $summary supported, CSV $csv_supported"
+# fiatomic_atomic(3): FI_ATOMIC_READ is a cell of the fetch family only
+awk -F, '$2 == "FI_ATOMIC_READ" {print $1}' "$tmp/out" | sort -u | tr '\n' ' ' |
+    grep -qx 'fetch ' && ok ||
+    bad "FI_ATOMIC_READ is listed in families: $(awk -F, '$2 == "FI_ATOMIC_READ" {print $1}' "$tmp/out" | sort -u | tr '\n' ' ')"
+
+echo "=== FIATOMIC_* values: exactly the spellings fiatomic(3) lists ==="
+# fiatomic_create() refuses any other value (another case, 1/0 included)
+# with a message naming the variable and the value; fiatomic_info then fails
+for bad_value in NATIVE Auto 1 0 "cas "; do
+    expect 1 "" "invalid FIATOMIC_STRATEGY '$bad_value'" -- \
+        env UCX_TLS=posix FIATOMIC_STRATEGY="$bad_value" "$info" --csv
+done
+for bad_value in YES No 1 0; do
+    expect 1 "" "invalid FIATOMIC_CAS_HANDOFF '$bad_value'" -- \
+        env UCX_TLS=posix FIATOMIC_CAS_HANDOFF="$bad_value" "$info" --csv
+done
+expect 0 "^fetch,FI_SUM,FI_UINT64,1,cas,0$" "" -- \
+    env UCX_TLS=posix FIATOMIC_STRATEGY=cas "$info" --csv
+expect 0 "^fetch,FI_SUM,FI_UINT64,1,direct,0$" "" -- \
+    env UCX_TLS=posix FIATOMIC_CAS_HANDOFF=no "$info" --csv
+
+echo "=== fiatomic_info --csv: stdout is the CSV alone, whatever UCX logs ==="
+# UCX logs to stdout by default; with UCX_TLS=atomicx,tcp where atomicx is
+# not loaded or has no device, UCX and libfiatomic warn while the tool runs:
+# the warnings go to stderr, the CSV alone to stdout
+expect 0 "" "UCX +WARN" -- env UCX_TLS=atomicx,tcp "$info" --csv
+awk 'NR == 1 {ok = ($0 == "family,op,datatype,supported,strategy,needs_target_progress"); next}
+     !/^(base|fetch|compare),FI_[A-Z_]+,FI_[A-Z0-9_]+,[01],[a-z]+,[01]$/ {ok = 0}
+     END {exit !(ok && NR > 1)}' "$tmp/out" && ok ||
+    bad "UCX_TLS=atomicx,tcp fiatomic_info --csv: stdout is not the CSV alone: $(grep -vE '^(base|fetch|compare),' "$tmp/out" | head -3)"
+
+echo "=== fiatomic_perftest --baseline libfabric: from the transport UCP uses ==="
+# UCX_TLS unset: UCP picks shared memory between two local processes, and
+# the baseline is libfabric's shm (README's first example)
+if "$perf" --baseline libfabric -n 1 -w 0 --help > /dev/null 2>&1; then
+    expect 0 "^Final \(ofi\):" "" -- env -u UCX_TLS "$perf" -f fetch -o sum \
+        -d u64 -n 2000 -w 200 --baseline ucp --baseline libfabric
+    grep -qE "^  fiatomic / libfabric +typical latency x" "$tmp/out" && ok ||
+        bad "UCX_TLS unset: no fiatomic / libfabric ratio line"
+    # UCX_TLS=sm names no transport: the provider follows the lane UCP chose
+    expect 0 "^Final \(ofi\):" "" -- env UCX_TLS=sm "$perf" -f fetch -o sum \
+        -d u64 -n 2000 -w 200 --baseline libfabric
+    expect 0 "^Final \(ofi\):" "" -- env UCX_TLS=tcp "$perf" -f fetch -o sum \
+        -d u64 -n 200 -w 20 --baseline libfabric
+else
+    echo "  (built without libfabric: --baseline libfabric not available)"
+fi
 
 echo "=== fiatomic_perftest: progress lines, rate = 1e6 / overall ==="
 # posix, direct: 0.02-1 us a call, so 2000000 calls take 0.04 s or more:

@@ -46,6 +46,8 @@ enum {
 
 static void usage(void)
 {
+    const char *names;
+
     printf(
 "Usage: fiatomic_perftest [HOST] [options]\n"
 "  Latency and message rate of libfiatomic calls between two processes.\n"
@@ -99,9 +101,20 @@ static void usage(void)
 "  -h, --help          this text\n"
 "  -V, --version       the version, and that of the UCX in use\n"
 "  --report-interval S a progress line on stderr every S seconds of a long\n"
-"                      measurement (default 1; 0: none)\n"
-"See fiatomic_perftest(1).\n",
+"                      measurement (default 1; 0: none)\n",
     PERF_DEFAULT_PORT, FIATOMIC_MAX_COUNT_LIMIT, PERF_SCALE_MAX_INITIATORS);
+    /* the goal names, one a line, from the table --goal checks against */
+    printf("\nGoals (--goals measures every one, --goal LIST those named):\n"
+           "  ");
+    for (names = perf_goal_names(); *names != '\0'; ++names) {
+        if ((names[0] == ',') && (names[1] == ' ')) {
+            printf("\n  ");
+            ++names;
+        } else {
+            putchar(*names);
+        }
+    }
+    printf("\nSee fiatomic_perftest(1).\n");
 }
 
 static void version(void)
@@ -191,11 +204,34 @@ static int perf_parse_family(const char *arg)
     return -1;
 }
 
+/* Whether a comma-separated list has no empty element: strtok_r() would
+ * silently skip the one in "1,,2" or "1,2,", and a list that does not say
+ * what the user meant must be refused, not guessed. `seps` are the
+ * separators ("," or ",+" for transports joined with '+'). */
+static int perf_list_well_formed(const char *arg, const char *seps)
+{
+    const char *p;
+
+    if ((*arg == '\0') || (strchr(seps, *arg) != NULL)) {
+        return 0;
+    }
+    for (p = arg; *p != '\0'; ++p) {
+        if ((strchr(seps, p[0]) != NULL) &&
+            ((p[1] == '\0') || (strchr(seps, p[1]) != NULL))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* "posix,tcp" is two runs; "atomicx+tcp" is one run with UCX_TLS=atomicx,tcp */
 static int perf_parse_list(char *arg, perf_opts_t *o)
 {
     char *tok, *save = NULL, *plus;
 
+    if (!perf_list_well_formed(arg, ",+")) {
+        return -1;
+    }
     o->num_transports = 0;
     for (tok = strtok_r(arg, ",", &save); tok != NULL;
          tok = strtok_r(NULL, ",", &save)) {
@@ -215,6 +251,11 @@ static int perf_parse_goal_names(char *arg, perf_opts_t *o)
 {
     char *tok, *save = NULL;
 
+    if (!perf_list_well_formed(arg, ",")) {
+        perf_bad_value("goal list", arg, "goal names separated by single "
+                       "commas");
+        return -1;
+    }
     o->num_goal_names = 0;
     for (tok = strtok_r(arg, ",", &save); tok != NULL;
          tok = strtok_r(NULL, ",", &save)) {
@@ -244,11 +285,16 @@ static int perf_parse_strategies(char *arg, perf_opts_t *o)
     char *tok, *save = NULL;
     unsigned i;
 
+    if (!perf_list_well_formed(arg, ",")) {
+        perf_bad_value("strategy list", arg, "strategies separated by single "
+                       "commas");
+        return -1;
+    }
     o->num_scale_strategies = 0;
     for (tok = strtok_r(arg, ",", &save); tok != NULL;
          tok = strtok_r(NULL, ",", &save)) {
         for (i = 0; i < sizeof(names) / sizeof(names[0]); ++i) {
-            if (!strcasecmp(tok, names[i])) {
+            if (!strcmp(tok, names[i])) { /* FIATOMIC_STRATEGY's spelling */
                 break;
             }
         }
@@ -282,6 +328,9 @@ static int perf_parse_initiators(char *arg, perf_opts_t *o)
 
     snprintf(expected, sizeof(expected), "a comma-separated list of at "
              "most %d counts", PERF_SCALE_MAX_POINTS);
+    if (!perf_list_well_formed(arg, ",")) {
+        return perf_bad_value("initiator list", arg, expected);
+    }
     o->num_scale_counts = 0;
     for (tok = strtok_r(arg, ",", &save); tok != NULL;
          tok = strtok_r(NULL, ",", &save)) {
@@ -297,6 +346,39 @@ static int perf_parse_initiators(char *arg, perf_opts_t *o)
     if (o->num_scale_counts == 0) {
         return perf_bad_value("initiator list", arg, expected);
     }
+    return 0;
+}
+
+/* "--pin C,S": two CPUs this process may run on (its affinity mask, which
+ * the target process inherits); a CPU that does not exist or is not in the
+ * mask could not be honoured, so it is refused rather than ignored. */
+static int perf_parse_pin(const char *arg, perf_opts_t *o)
+{
+    char extra;
+    int cpus[2], i;
+    cpu_set_t set;
+
+    if ((sscanf(arg, "%d,%d%c", &cpus[0], &cpus[1], &extra) != 2) ||
+        (cpus[0] < 0) || (cpus[1] < 0)) {
+        return perf_bad_value("CPU pair", arg,
+                              "two CPU numbers, INITIATOR,TARGET");
+    }
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set)) {
+        perror(PERF_NAME ": sched_getaffinity");
+        return -1;
+    }
+    for (i = 0; i < 2; ++i) {
+        if ((cpus[i] >= CPU_SETSIZE) || !CPU_ISSET(cpus[i], &set)) {
+            fprintf(stderr, PERF_NAME ": invalid CPU pair '%s': CPU %d is "
+                    "not one this process may run on (%d CPUs in its "
+                    "affinity mask)\nTry '" PERF_NAME " --help'.\n", arg,
+                    cpus[i], CPU_COUNT(&set));
+            return -1;
+        }
+    }
+    o->cpu_client = cpus[0];
+    o->cpu_server = cpus[1];
     return 0;
 }
 
@@ -379,7 +461,7 @@ int main(int argc, char **argv)
     int server = 0, serve_fd = -1, matrix = 0, goals = 0, verify = -1;
     int scale = 0, scale_fd = -1;
     unsigned long long num;
-    char names[512], extra, *end;
+    char names[512], *end;
     double seconds;
     perf_opts_t o;
     int opt, ret;
@@ -558,11 +640,7 @@ int main(int argc, char **argv)
             break;
         case PERF_OPT_CSV: o.fmt = PERF_FMT_CSV; break;
         case PERF_OPT_PIN:
-            if ((sscanf(optarg, "%d,%d%c", &o.cpu_client, &o.cpu_server,
-                        &extra) != 2) ||
-                (o.cpu_client < 0) || (o.cpu_server < 0)) {
-                perf_bad_value("CPU pair", optarg,
-                               "two CPU numbers, INITIATOR,TARGET");
+            if (perf_parse_pin(optarg, &o)) {
                 return 2;
             }
             break;

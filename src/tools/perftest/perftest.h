@@ -135,6 +135,9 @@ typedef struct perf_session {
     ucp_rkey_h    ucp_rkey;     /* raw UCP key of the baseline region */
     uint64_t      ucp_base;
     const char    *transport;   /* UCX_TLS of the session, for reports */
+    char          lane_tl[32];  /* the transport UCP chose for the atomic
+                                   lane (else the active-message lane);
+                                   "" until perf_session_lane_tl() */
     struct perf_ofi_client *ofi; /* libfabric baseline, opened on demand */
     void          *key_buf;     /* the target's packed fiatomic key */
     size_t        key_len;
@@ -167,6 +170,10 @@ int perf_session_attach(perf_session_t *s, int fd);
  *  every same-address atomic ordering, and swap it with s->ep/s->key
  *  (called again: swap back). */
 int perf_session_swap_ordered(perf_session_t *s);
+/** The transport UCP uses for the session's atomics: that of the endpoint's
+ * atomic lane, else of its active-message lane (software atomics), read from
+ * ucp_ep_print_info() ("posix", "tcp", ...); "unknown" when unreadable. */
+const char *perf_session_lane_tl(perf_session_t *s);
 
 /** Target memory through the control channel (target CPU, not UCX). */
 int perf_session_write(perf_session_t *s, perf_region_t region,

@@ -66,7 +66,10 @@ void perf_row_run(perf_session_t *s, const perf_opts_t *o,
         row->has_ucp = (perf_row_measure(&drv, p, &row->ucp, row) == 0);
     }
 
-    provider = perf_drv_ofi_provider_for(s->transport);
+    /* the provider that matches the transport UCP uses, not UCX_TLS's
+     * text (unset, or naming several) */
+    provider = o->baseline_ofi ?
+               perf_drv_ofi_provider_for(perf_session_lane_tl(s)) : NULL;
     if (o->baseline_ofi && (provider != NULL) &&
         (perf_drv_ofi_init(&drv, s, p, provider) == 0)) {
         row->has_ofi = (perf_row_measure(&drv, p, &row->ofi, row) == 0);

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -341,4 +342,59 @@ int perf_session_swap_ordered(perf_session_t *s)
     s->ep_ordered = ep;
     s->key_ordered = key;
     return 0;
+}
+
+/* The transport name of a lane line of ucp_ep_print_info(), e.g.
+ * "lane[0]:  2:posix/memory.0 md[1] -> md[1]/posix/sysdev[255] amo#0 am":
+ * the text between the resource number's ':' and the '/'. */
+static int perf_lane_line_tl(const char *line, char *tl, size_t max)
+{
+    const char *p = strstr(line, "]:"), *end;
+
+    p   = (p != NULL) ? strchr(p + 2, ':') : NULL;
+    end = (p != NULL) ? strchr(p, '/') : NULL;
+    if ((end == NULL) || (end - p - 1 <= 0) || ((size_t)(end - p) > max)) {
+        return -1;
+    }
+    memcpy(tl, p + 1, end - p - 1);
+    tl[end - p - 1] = '\0';
+    return 0;
+}
+
+const char *perf_session_lane_tl(perf_session_t *s)
+{
+    char *text = NULL, *line, *save = NULL, am_tl[32] = "";
+    size_t size = 0;
+    FILE *stream;
+
+    if (s->lane_tl[0] != '\0') {
+        return s->lane_tl;
+    }
+    snprintf(s->lane_tl, sizeof(s->lane_tl), "unknown");
+    stream = open_memstream(&text, &size);
+    if (stream == NULL) {
+        return s->lane_tl;
+    }
+    ucp_ep_print_info(s->ucp_ep, stream);
+    fclose(stream);
+    for (line = strtok_r(text, "\n", &save); line != NULL;
+         line = strtok_r(NULL, "\n", &save)) {
+        if (strstr(line, "lane[") == NULL) {
+            continue;
+        }
+        if ((strstr(line, " amo#") != NULL) &&
+            (perf_lane_line_tl(line, s->lane_tl, sizeof(s->lane_tl)) == 0)) {
+            break;
+        }
+        if ((am_tl[0] == '\0') &&
+            ((strstr(line, " am ") != NULL) ||
+             (strcmp(line + strlen(line) - 3, " am") == 0))) {
+            perf_lane_line_tl(line, am_tl, sizeof(am_tl));
+        }
+    }
+    free(text);
+    if (!strcmp(s->lane_tl, "unknown") && (am_tl[0] != '\0')) {
+        snprintf(s->lane_tl, sizeof(s->lane_tl), "%s", am_tl);
+    }
+    return s->lane_tl;
 }

@@ -7,6 +7,21 @@
 
 #include <stdlib.h>
 
+/* Why a --baseline libfabric row has no libfabric figures. */
+static void perf_single_no_ofi(perf_session_t *s)
+{
+    const char *tl       = perf_session_lane_tl(s);
+    const char *provider = perf_drv_ofi_provider_for(tl);
+
+    if (provider == NULL) {
+        printf("  (no libfabric baseline: UCP uses %s here, and the tool "
+               "has a libfabric provider for shared memory (shm) and tcp "
+               "(tcp;ofi_rxm) only)\n", tl);
+    } else {
+        printf("  (no libfabric %s equivalent for this cell)\n", provider);
+    }
+}
+
 static void perf_single_ratio(const char *name, int has,
                               const perf_result_t *base,
                               const perf_result_t *fia)
@@ -88,9 +103,7 @@ int perf_single_run(const perf_opts_t *o)
                 printf("  (no raw UCP equivalent for this cell)\n");
             }
             if (o->baseline_ofi && !row.has_ofi) {
-                printf("  (no libfabric %s equivalent for this cell)\n",
-                       perf_drv_ofi_provider_for(s.transport) ?
-                       perf_drv_ofi_provider_for(s.transport) : "provider");
+                perf_single_no_ofi(&s);
             }
         } else if (row.failed) {
             printf("FAIL: %s\n", row.msg);

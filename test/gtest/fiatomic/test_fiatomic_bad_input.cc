@@ -409,6 +409,151 @@ TEST_P(bad_input, unknown_key)
     expect_unchanged(m_conn, m_snap, "unknown keys");
 }
 
+/*
+ * Keys of other endpoints. Every endpoint's first key used to be the same
+ * handle (0x1): another endpoint's key with an address inside this
+ * endpoint's own region passed every check and changed that region. A key
+ * works only on the endpoint that unpacked it: from another endpoint of
+ * the same context and target, from another context and target, or from a
+ * destroyed endpoint, it is -FI_EINVAL and nothing changes; each key still
+ * reads its own region on its own endpoint (the control).
+ */
+class foreign_keys : public bad_input {
+protected:
+    /* A read of the u64 at `a` through `key` on `ep`: its status, and the
+     * value in *value */
+    ucs_status_t read_u64(connection *conn, fiatomic_ep_h ep, uint64_t key,
+                          uint64_t a, uint64_t *value)
+    {
+        return conn->wait(fiatomic_fetch_atomic_nbx(ep, NULL, 1, value, a, key,
+                                                    FI_UINT64, FI_ATOMIC_READ,
+                                                    &m_param), 30.0);
+    }
+
+    /* every kind of call with `key` on `ep` at `a` is refused at once */
+    void expect_refused(fiatomic_ep_h ep, uint64_t key, uint64_t a,
+                        const std::string &what)
+    {
+        uint64_t one = 1;
+
+        SCOPED_TRACE(what);
+        expect_errno(-FI_EINVAL, fiatomic_atomic_nbx(ep, &one, 1, a, key,
+                                                     FI_UINT64, FI_SUM,
+                                                     &m_param), "base");
+        expect_errno(-FI_EINVAL, fiatomic_fetch_atomic_nbx(ep, &one, 1, m_res,
+                                                           a, key, FI_UINT64,
+                                                           FI_SUM, &m_param),
+                     "fetch");
+        expect_errno(-FI_EINVAL, fiatomic_compare_atomic_nbx(
+                             ep, m_buf, 1, m_cmp, m_res, a, key, FI_UINT64,
+                             FI_CSWAP, &m_param), "compare");
+        EXPECT_EQ(-FI_EINVAL, fiatomic_status_to_fi_errno(
+                          fiatomic_inject_atomic(ep, &one, 1, a, key,
+                                                 FI_UINT64, FI_SUM)))
+                << "inject";
+    }
+
+    /* the u64 at offset 64 of region 1 as the snapshot has it */
+    uint64_t region1_word() const
+    {
+        uint64_t v;
+
+        memcpy(&v, m_snap.bytes[1].data() + 64, sizeof(v));
+        return v;
+    }
+};
+
+TEST_P(foreign_keys, other_endpoint_same_target)
+{
+    const std::vector<uint8_t> &packed1 = m_conn->tgt().info().key[1];
+    uint64_t a1 = addr(1, 64), a0 = addr(0, 64), k2, value = 0;
+    fiatomic_request_param_t param;
+    ucp_ep_h ucp_ep2;
+    fiatomic_ep_h ep2;
+    std::string error;
+
+    ASSERT_TRUE(m_conn->create_second_ep(&ucp_ep2, &ep2, &error)) << error;
+    ASSERT_EQ(UCS_OK, fiatomic_rkey_unpack(ep2, packed1.data(),
+                                           packed1.size(), &k2));
+    /* the first endpoint's key of region 0, with an address of region 1
+     * that the second endpoint's own key reaches */
+    expect_refused(ep2, m_conn->key(0), a1, "endpoint 1's key on endpoint 2");
+    /* the second endpoint's key on the first, at an address of region 0
+     * (its first key's) */
+    expect_refused(m_conn->ep(), k2, a0, "endpoint 2's key on endpoint 1");
+    expect_refused(m_conn->ep(), k2, a1, "endpoint 2's key on endpoint 1, "
+                                         "its own region");
+    EXPECT_EQ(UCS_OK, read_u64(m_conn, ep2, k2, a1, &value));
+    EXPECT_EQ(region1_word(), value) << "the key on its own endpoint";
+
+    memset(&param, 0, sizeof(param));
+    EXPECT_EQ(UCS_OK, m_conn->wait(fiatomic_ep_flush_nbx(ep2, &param)));
+    m_conn->destroy_second_ep(ucp_ep2, ep2);
+    expect_unchanged(m_conn, m_snap, "keys of another endpoint");
+}
+
+TEST_P(foreign_keys, destroyed_endpoint)
+{
+    const std::vector<uint8_t> &packed1 = m_conn->tgt().info().key[1];
+    uint64_t a1 = addr(1, 64), k2, k3, value = 0;
+    fiatomic_request_param_t param;
+    ucp_ep_h ucp_ep2, ucp_ep3;
+    fiatomic_ep_h ep2, ep3;
+    std::string error;
+
+    memset(&param, 0, sizeof(param));
+    ASSERT_TRUE(m_conn->create_second_ep(&ucp_ep2, &ep2, &error)) << error;
+    ASSERT_EQ(UCS_OK, fiatomic_rkey_unpack(ep2, packed1.data(),
+                                           packed1.size(), &k2));
+    EXPECT_EQ(UCS_OK, m_conn->wait(fiatomic_ep_flush_nbx(ep2, &param)));
+    m_conn->destroy_second_ep(ucp_ep2, ep2);
+
+    /* a new endpoint (its memory may be the destroyed one's) unpacks the
+     * same region's key: the destroyed endpoint's key names nothing */
+    ASSERT_TRUE(m_conn->create_second_ep(&ucp_ep3, &ep3, &error)) << error;
+    ASSERT_EQ(UCS_OK, fiatomic_rkey_unpack(ep3, packed1.data(),
+                                           packed1.size(), &k3));
+    EXPECT_NE(k2, k3);
+    expect_refused(ep3, k2, a1, "a destroyed endpoint's key");
+    EXPECT_EQ(UCS_OK, read_u64(m_conn, ep3, k3, a1, &value));
+    EXPECT_EQ(region1_word(), value) << "the new endpoint's own key";
+    EXPECT_EQ(UCS_OK, m_conn->wait(fiatomic_ep_flush_nbx(ep3, &param)));
+    m_conn->destroy_second_ep(ucp_ep3, ep3);
+    expect_unchanged(m_conn, m_snap, "a destroyed endpoint's key");
+}
+
+TEST_P(foreign_keys, other_context_other_target)
+{
+    std::unique_ptr<connection> other;
+    target_snapshot other_snap;
+    std::string skip, error;
+    uint64_t value = 0;
+
+    other = connection::create(GetParam(), {}, NULL, &skip, &error);
+    ASSERT_TRUE(other != NULL) << skip << error;
+    ASSERT_TRUE(take_snapshot(other.get(), &other_snap, &error)) << error;
+
+    /* each connection's key of region 0 with an address of the other's
+     * region 0, both ways */
+    expect_refused(other->ep(), m_conn->key(0), other->base(0) + 64,
+                   "a key of another context on its endpoint");
+    expect_refused(m_conn->ep(), other->key(0), addr(0, 64),
+                   "the other context's key on this endpoint");
+    EXPECT_EQ(UCS_OK, read_u64(other.get(), other->ep(), other->key(0),
+                               other->base(0) + 64, &value));
+    EXPECT_EQ(0, memcmp(&value, other_snap.bytes[0].data() + 64,
+                        sizeof(value))) << "the key on its own endpoint";
+    expect_unchanged(other.get(), other_snap, "another context's key");
+    expect_unchanged(m_conn, m_snap, "another context's key");
+}
+
+#define FOREIGN_KEYS_INSTANTIATE(_tl, _mem, _strategy) \
+    FIATOMIC_TEST_INSTANTIATE(foreign_keys, _tl, _mem, _strategy)
+FOREIGN_KEYS_INSTANTIATE(self, alloc, auto)
+FOREIGN_KEYS_INSTANTIATE(posix, alloc, auto)
+FOREIGN_KEYS_INSTANTIATE(tcp, user, auto)
+FOREIGN_KEYS_INSTANTIATE(tcp, user, target)
+
 TEST_P(bad_input, address_out_of_range)
 {
     fiatomic_ep_h ep = m_conn->ep();

@@ -59,6 +59,59 @@ TEST_F(handle_table, removed_handle_is_refused_after_reuse) {
     EXPECT_EQ(&objs[1], fiatomic_handle_get(&table, second));
 }
 
+/* Unique tables (endpoints' keys): no handle of one names an object of
+ * another, even at the same index, nor once its own table was freed and a
+ * new one took its place; a removed handle stays refused. */
+TEST_F(handle_table, unique_tables_refuse_each_others_handles) {
+    fiatomic_handle_table_t a, b, c;
+    uint64_t ha[4], hb[4], hc, first;
+    int i, j;
+
+    fiatomic_handle_table_init_unique(&a, 16);
+    fiatomic_handle_table_init_unique(&b, 16);
+    for (i = 0; i < 4; ++i) {
+        ASSERT_EQ(UCS_OK, fiatomic_handle_add(&a, &objs[i], &ha[i], NULL));
+        ASSERT_EQ(UCS_OK, fiatomic_handle_add(&b, &objs[8 + i], &hb[i],
+                                              NULL));
+        /* the same slot in both: only the generation tells them apart */
+        EXPECT_EQ(ha[i] & 0xffffffffull, hb[i] & 0xffffffffull);
+    }
+    for (i = 0; i < 4; ++i) {
+        EXPECT_EQ(&objs[i], fiatomic_handle_get(&a, ha[i]));
+        EXPECT_EQ(&objs[8 + i], fiatomic_handle_get(&b, hb[i]));
+        for (j = 0; j < 4; ++j) {
+            EXPECT_EQ(nullptr, fiatomic_handle_get(&a, hb[j])) << i << j;
+            EXPECT_EQ(nullptr, fiatomic_handle_get(&b, ha[j])) << i << j;
+        }
+    }
+
+    /* a's first handle removed, its slot reused: refused */
+    first = ha[0];
+    EXPECT_EQ(&objs[0], fiatomic_handle_remove(&a, first));
+    ASSERT_EQ(UCS_OK, fiatomic_handle_add(&a, &objs[4], &ha[0], NULL));
+    EXPECT_EQ(first & 0xffffffffull, ha[0] & 0xffffffffull);
+    EXPECT_EQ(nullptr, fiatomic_handle_get(&a, first));
+
+    /* a freed, a new table in its place: none of a's handles names its
+     * object */
+    fiatomic_handle_table_cleanup(&a);
+    fiatomic_handle_table_init_unique(&c, 16);
+    ASSERT_EQ(UCS_OK, fiatomic_handle_add(&c, &objs[5], &hc, NULL));
+    for (j = 0; j < 4; ++j) {
+        EXPECT_EQ(nullptr, fiatomic_handle_get(&c, ha[j]));
+        EXPECT_NE(ha[j], hc);
+    }
+    EXPECT_EQ(&objs[5], fiatomic_handle_get(&c, hc));
+    fiatomic_handle_table_cleanup(&b);
+    fiatomic_handle_table_cleanup(&c);
+}
+
+/* A plain table counts generations per slot, as before: its first handle
+ * is slot 1 of generation 0 whatever the unique tables did. */
+TEST_F(handle_table, plain_tables_count_per_slot) {
+    EXPECT_EQ(1ull, add(&objs[0]));
+}
+
 TEST_F(handle_table, cap_is_kept) {
     fiatomic_handle_table_t small;
     uint64_t handles[3], handle;
