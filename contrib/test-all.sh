@@ -97,6 +97,9 @@ tee -a "$logdir/all-tests.log" < "$logdir/tsan-threads.log" |
 step "fuzzing the target-side request decoder (libFuzzer, 60 s)"
 "$top/test/fuzz/run.sh" 60 2>&1 | tee -a "$logdir/all-tests.log" || fail=1
 
+step "fuzzing a live target through UCP (libFuzzer, 30 s tcp + 30 s posix)"
+"$top/test/fuzz/run-ucp.sh" 60 2>&1 | tee -a "$logdir/all-tests.log" || fail=1
+
 if [ -x "$top/contrib/softroce/test-guest.sh" ]; then
     step "atomicx on soft-RoCE (qemu guest)"
     "$top/contrib/softroce/test-guest.sh" "$top/build-release" 2>&1 | tee -a "$logdir/all-tests.log" || fail=1

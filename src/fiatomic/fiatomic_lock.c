@@ -161,9 +161,10 @@ static void fiatomic_deferred_run(fiatomic_h fia, fiatomic_deferred_t *d)
         break;
     case FIATOMIC_DEFERRED_AM:
         status = d->fn.am(d->arg, NULL, 0, d->data, d->length, &d->param);
-        if (d->kept && (status != UCS_INPROGRESS) &&
-            !(d->param.recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
-            /* UCP kept it for us; the handler is done with it */
+        if (d->kept && (status != UCS_INPROGRESS)) {
+            /* UCP kept it for us and the handler is done with it (a
+             * rendezvous it did not receive: this declines it), as UCP does
+             * when a handler returns UCS_OK inside its callback */
             ucp_am_data_release(fia->worker, d->data);
         }
         break;
@@ -320,9 +321,9 @@ bool fiatomic_cb_enter_am(fiatomic_h fia, ucp_am_recv_callback_t fn,
         ucs_debug("fiatomic: active message dropped (context busy, %zu "
                   "bytes queued)", queued);
         __atomic_fetch_add(&fia->messages_dropped, 1, __ATOMIC_RELAXED);
-        if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
-            ucp_am_data_release(fia->worker, data);
-        }
+        /* UCS_OK inside UCP's callback: UCP declines a rendezvous and
+         * frees kept data itself (releasing it here too would do it
+         * twice) */
         *status_p = UCS_OK;
         return false;
     }

@@ -80,9 +80,11 @@ static ucs_status_t fiatomic_mem_expose_ucp(fiatomic_h fia,
         return status;
     }
 
-    mem->address = attr.address;
     /* The exposed range is what the user asked for, even if UCP mapped more
-     * (whole pages): nothing outside it may be operated on. */
+     * (from an aligned address below the user's, whole pages): nothing
+     * outside it may be operated on, and keys name the user's address. */
+    mem->address = (flags & FIATOMIC_MEM_FLAG_ALLOCATE) ? attr.address :
+                                                          params->address;
     mem->length  = params->length;
     if (flags & FIATOMIC_MEM_FLAG_ALLOCATE) {
         mem->state      = (uint64_t*)((uint8_t*)attr.address +

@@ -286,10 +286,10 @@ fiatomic_target_reply_handler_locked(fiatomic_h fia, void *data,
 
     if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ||
         (length < sizeof(reply))) {
-        /* Our targets never reply like this; nothing to match it to. */
-        if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
-            ucp_am_data_release(fia->worker, data);
-        }
+        /* Our targets never reply like this; nothing to match it to.
+         * UCS_OK declines a rendezvous without receiving it (UCP answers
+         * its sender and frees the descriptor; the caller does when the
+         * handler ran deferred, fiatomic_deferred_run). */
         return UCS_OK;
     }
 

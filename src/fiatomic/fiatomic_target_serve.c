@@ -410,8 +410,12 @@ static void fiatomic_rndv_recv_cb(void *request, ucs_status_t status,
     fiatomic_leave(fia, locked);
 }
 
-static void fiatomic_target_recv_rndv(fiatomic_peer_t *peer, void *desc,
-                                      size_t length)
+/* A request announced by rendezvous: its receive started (UCS_INPROGRESS:
+ * UCP owns the descriptor from now on, whatever comes of it), or refused
+ * without receiving its data (UCS_OK: the descriptor is untouched, the
+ * caller declines it) and answered with an error. */
+static ucs_status_t fiatomic_target_recv_rndv(fiatomic_peer_t *peer,
+                                              void *desc, size_t length)
 {
     fiatomic_h fia = peer->fia;
     ucp_request_param_t param;
@@ -419,16 +423,19 @@ static void fiatomic_target_recv_rndv(fiatomic_peer_t *peer, void *desc,
     ucs_status_ptr_t sptr;
     size_t received;
 
-    if ((length > FIATOMIC_REQUEST_MAX) ||
+    if ((length < sizeof(fiatomic_wire_req_t)) ||
+        (length > FIATOMIC_REQUEST_MAX) ||
         (peer->held_bytes + length > FIATOMIC_TARGET_HELD_MAX)) {
-        rndv = NULL; /* no valid request is that long */
+        /* no valid request is that short (nothing to receive: UCP would
+         * complete it at once, and outside its callback keep the
+         * descriptor) or that long */
+        rndv = NULL;
     } else {
         rndv = malloc(sizeof(*rndv) + length);
     }
     if (rndv == NULL) {
-        ucp_am_data_release(fia->worker, desc);
-        fiatomic_peer_request(peer, NULL, 0, NULL); /* refused */
-        return;
+        fiatomic_peer_request(peer, NULL, 0, NULL); /* the error reply */
+        return UCS_OK;
     }
 
     rndv->peer             = peer;
@@ -447,6 +454,7 @@ static void fiatomic_target_recv_rndv(fiatomic_peer_t *peer, void *desc,
     if (!UCS_PTR_IS_PTR(sptr)) {
         fiatomic_rndv_recv_done(rndv, UCS_PTR_IS_ERR(sptr) ? 0 : length);
     }
+    return UCS_INPROGRESS;
 }
 
 static ucs_status_t fiatomic_target_request_handler_locked(
@@ -472,6 +480,16 @@ static ucs_status_t fiatomic_target_request_handler(
     return status;
 }
 
+/* UCP's AM contract for a rendezvous descriptor (UCP_AM_RECV_ATTR_FLAG_RNDV):
+ * it is either received (ucp_am_recv_data_nbx) or declined, once. Inside
+ * UCP's callback, returning UCS_OK without a receive declines it: UCP
+ * answers the sender and frees the descriptor itself, so releasing it here
+ * as well would answer and free it twice. Hence this handler never
+ * releases one: UCS_INPROGRESS says a receive took it, UCS_OK that it is
+ * declined, and whoever called the handler declines it (UCP, or
+ * fiatomic_deferred_run for a descriptor kept while the context was busy).
+ * Eager data kept by UCP (UCP_AM_RECV_ATTR_FLAG_DATA) follows the same
+ * rule: UCS_INPROGRESS while we hold it. */
 static ucs_status_t fiatomic_target_request_handler_locked(
         fiatomic_h fia, void *data, size_t length,
         const ucp_am_recv_param_t *param)
@@ -479,27 +497,24 @@ static ucs_status_t fiatomic_target_request_handler_locked(
     fiatomic_peer_t *peer;
     ucs_status_t status;
 
+    if (fia->destroyed) {
+        return UCS_OK; /* queued before fiatomic_destroy: nobody serves */
+    }
+
     if (!(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
         /* Nobody could learn the outcome: never execute blindly. */
         ucs_debug("fiatomic: dropping a target-side request without reply ep");
-        if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
-            ucp_am_data_release(fia->worker, data);
-        }
         return UCS_OK;
     }
 
     peer = fiatomic_peer_get(fia, param->reply_ep);
     if (peer == NULL) {
         ++fia->requests_dropped;
-        if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
-            ucp_am_data_release(fia->worker, data);
-        }
         return UCS_OK;
     }
 
     if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
-        fiatomic_target_recv_rndv(peer, data, length);
-        status = UCS_OK;
+        status = fiatomic_target_recv_rndv(peer, data, length);
     } else {
         status = fiatomic_peer_request(peer, data, length,
                                        (param->recv_attr &

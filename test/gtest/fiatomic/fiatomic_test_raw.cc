@@ -146,6 +146,17 @@ ucs_status_t raw_client::post(const void *msg, size_t length)
     return UCS_PTR_STATUS(sptr);
 }
 
+ucs_status_ptr_t raw_client::send(const void *msg, size_t length,
+                                  uint32_t flags, unsigned am_offset)
+{
+    ucp_request_param_t param;
+
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags        = flags;
+    return ucp_am_send_nbx(m_ep, FIATOMIC_AM_ID_DEFAULT + am_offset, NULL, 0,
+                           msg, length, &param);
+}
+
 ucs_status_t raw_client::reply_cb(void *arg, const void *header,
                                   size_t header_length, void *data,
                                   size_t length,
@@ -153,8 +164,26 @@ ucs_status_t raw_client::reply_cb(void *arg, const void *header,
 {
     raw_client *self = (raw_client*)arg;
 
-    self->m_last.assign((uint8_t*)data, (uint8_t*)data + length);
+    fiatomic_wire_reply_t reply;
+
     ++self->m_replies;
+    if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
+        ++self->m_bad_replies; /* declined by returning UCS_OK */
+        return UCS_OK;
+    }
+    self->m_last.assign((uint8_t*)data, (uint8_t*)data + length);
+    if (length < sizeof(reply)) {
+        ++self->m_bad_replies;
+        return UCS_OK;
+    }
+    memcpy(&reply, data, sizeof(reply));
+    if (reply.magic != FIATOMIC_WIRE_REPLY_MAGIC) {
+        ++self->m_bad_replies;
+    } else if (reply.status == UCS_OK) {
+        ++self->m_ok_replies;
+    } else {
+        ++self->m_error_replies;
+    }
     return UCS_OK;
 }
 

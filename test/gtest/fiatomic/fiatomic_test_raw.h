@@ -75,8 +75,22 @@ public:
      *  until the worker is progressed or destroyed), or an error. */
     ucs_status_t post(const void *msg, size_t length);
 
+    /** Send `length` bytes on fiatomic's id + `am_offset` with UCP's AM
+     *  send `flags` (UCP_AM_SEND_FLAG_*: protocol, reply); UCP's request
+     *  pointer, status or error as ucp_am_send_nbx gives it (the caller
+     *  frees a request; msg stays valid until it completes). */
+    ucs_status_ptr_t send(const void *msg, size_t length, uint32_t flags,
+                          unsigned am_offset = FIATOMIC_WIRE_AM_REQUEST);
+
     unsigned progress() { return ucp_worker_progress(m_worker); }
     unsigned replies() const { return m_replies; }
+    /** Replies with a valid header, by status; the others (too short or
+     *  without the reply magic) */
+    unsigned ok_replies() const { return m_ok_replies; }
+    unsigned error_replies() const { return m_error_replies; }
+    unsigned bad_replies() const { return m_bad_replies; }
+    /** The last reply received, as received */
+    const std::vector<uint8_t> &last_reply() const { return m_last; }
     ucp_worker_h worker() const { return m_worker; }
     ucp_context_h context() const { return m_context; }
     ucp_ep_h ep() const { return m_ep; }
@@ -91,6 +105,9 @@ private:
     ucp_worker_h         m_worker  = NULL;
     ucp_ep_h             m_ep      = NULL;
     unsigned             m_replies = 0;
+    unsigned             m_ok_replies    = 0;
+    unsigned             m_error_replies = 0;
+    unsigned             m_bad_replies   = 0;
     std::vector<uint8_t> m_last;
 };
 
