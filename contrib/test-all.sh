@@ -1,8 +1,10 @@
 #!/bin/bash
 # Install what is needed, build with -Werror, and run every test suite:
 #  1. the regular build's gtest suites (make check: also the manual pages,
-#     the tools' options and messages), then its packaging (make dist
-#     contents, make install + installcheck: a pkg-config consumer),
+#     the tools' options and messages), then its packaging
+#     (contrib/check-dist.sh: make distcheck, the tarball built, tested,
+#     installed and installcheck'ed as a user would; a staged DESTDIR install
+#     with installcheck: a pkg-config consumer),
 #  2. the same suites built with AddressSanitizer + UndefinedBehaviorSanitizer,
 #     and the threads suite built with ThreadSanitizer,
 #  3. the libFuzzer target of the target-side request decoder, 60 s,
@@ -62,8 +64,10 @@ step "build (-Werror)"
 build "$top/build-release" || exit 1
 step "tests"
 check "$top/build-release" || fail=1
-step "packaging (make dist contents, make install + installcheck, uninstall)"
-"$top/contrib/check-dist.sh" "$top/build-release" 2>&1 | tee -a "$logdir/all-tests.log" || fail=1
+step "packaging (make distcheck; make install DESTDIR + installcheck, uninstall)"
+ATOMICX_JOBS=$jobs "$top/contrib/check-dist.sh" "$top/build-release" 2>&1 |
+    tee -a "$logdir/all-tests.log" || fail=1
+cp "$top/build-release/distcheck.log" "$logdir/" 2>/dev/null
 
 step "build (-Werror, ASan+UBSan)"
 build "$top/build-asan" --enable-sanitizers || exit 1

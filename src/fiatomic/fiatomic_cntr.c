@@ -1,8 +1,9 @@
 /**
- * Completion counters (fi_cntr): objects of a context that endpoints count
- * their operations into (fiatomic_cntr_count() in fiatomic_int.h, called
- * where operations complete). Reading is an atomic load; waiting
- * progresses the worker.
+ * Completion counters (fi_cntr): objects of a context that endpoints are
+ * bound to and count their operations into (fiatomic_cntr_count() in
+ * fiatomic_ep.h, called where operations complete); a freed endpoint lets
+ * go of its counter. Reading is an atomic load; waiting progresses the
+ * worker.
  */
 #include "fiatomic_ep.h"
 

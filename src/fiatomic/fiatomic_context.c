@@ -1,5 +1,13 @@
 /**
- * The per-worker context: configuration (environment) and the request cache.
+ * The per-worker context's life: fiatomic_create() checks the parameters,
+ * reads the settings a context keeps (FIATOMIC_STRATEGY, FIATOMIC_OP_TIMEOUT,
+ * FIATOMIC_CAS_HANDOFF) and its worker's thread mode, and sets up its lock,
+ * caches and tables and the target side; fiatomic_destroy() ends it, and it
+ * is freed once its last endpoint and reply are gone (fiatomic_context_release;
+ * on a multi-threaded worker when its lock is let go, fiatomic_lock.c).
+ * Also the strategies' names. The caches are filled and emptied by their
+ * users (requests: fiatomic_request.c; target-side messages and replies:
+ * fiatomic_target_send.c, fiatomic_target_serve.c).
  */
 #include "fiatomic_config.h"
 #include "fiatomic_context.h"
@@ -190,37 +198,34 @@ FIATOMIC_API ucs_status_t fiatomic_create(ucp_context_h context,
 
     status = fiatomic_parse_strategy(&fia->forced);
     if (status != UCS_OK) {
-        free(fia);
-        return status;
+        goto err_free;
     }
 
     status = fiatomic_op_timeout(params, &fia->op_timeout_ns);
-    if (status == UCS_OK) {
-        status = fiatomic_parse_cas_handoff(&fia->cas_handoff);
-    }
     if (status != UCS_OK) {
-        free(fia);
-        return status;
+        goto err_free;
+    }
+
+    status = fiatomic_parse_cas_handoff(&fia->cas_handoff);
+    if (status != UCS_OK) {
+        goto err_free;
     }
 
     /* A hint only (is this key possibly ours?): keys are recognised as this
      * context's by their live region, never by the nonce alone. */
     status = fiatomic_random_bytes(&fia->nonce, sizeof(fia->nonce));
     if (status != UCS_OK) {
-        free(fia);
-        return status;
+        goto err_free;
     }
 
     status = fiatomic_worker_mt(worker, &fia->mt);
     if (status != UCS_OK) {
-        free(fia);
-        return status;
+        goto err_free;
     }
 
     status = fiatomic_lock_init(fia);
     if (status != UCS_OK) {
-        free(fia);
-        return status;
+        goto err_free;
     }
 
     fia->ucp_context = context;
@@ -239,13 +244,17 @@ FIATOMIC_API ucs_status_t fiatomic_create(ucp_context_h context,
     fiatomic_ucx_context_detect_amo(fia);
     status = fiatomic_target_init(fia);
     if (status != UCS_OK) {
-        fiatomic_lock_cleanup(fia);
-        free(fia);
-        return status;
+        goto err_lock_cleanup;
     }
 
     *fia_p = fia;
     return UCS_OK;
+
+err_lock_cleanup:
+    fiatomic_lock_cleanup(fia);
+err_free:
+    free(fia);
+    return status;
 }
 
 void fiatomic_context_free(fiatomic_h fia)

@@ -1,8 +1,14 @@
 /**
- * Initiator endpoints: lifecycle and the ordering machinery (fence, flush)
- * around the requests posted on them. Their keys are fiatomic_key.c's; the
- * atomicity domain of the UCP endpoint's lanes comes from
- * fiatomic_ucx_compat.c.
+ * Initiator endpoints: their life (create, query, destroy; a destroyed one
+ * is freed once its last UCP operation drained) and the path of every
+ * request posted on them: its start (each element to its strategy's table),
+ * the deferred queue that holds it behind a fence, a flush or an earlier
+ * operation on the same address (fiatomic_order.c), and its completion (the
+ * user's callback, the counter, a silent request's error kept for the next
+ * flush). The flushes: of one endpoint, of a whole context (one child per
+ * endpoint), and the context's check of overdue target-side replies. Their
+ * keys are fiatomic_key.c's; the atomicity domain of the UCP endpoint's
+ * lanes comes from fiatomic_ucx_compat.c.
  */
 #include "fiatomic_strategy.h"
 

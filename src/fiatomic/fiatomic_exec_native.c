@@ -4,7 +4,8 @@
  *   SUM/BOR/BAND/BXOR on integers -> ADD/OR/AND/XOR (fetching in the fetch
  *   family), ATOMIC_WRITE -> SWAP and ATOMIC_READ -> fetching ADD of 0 for
  *   any 4/8-byte type (bits untouched), CSWAP on integers -> CSWAP.
- * Atomicity domain: UCP's own, whatever transport executes it.
+ * Atomicity domain: UCP's own, whatever transport executes it. The one
+ * UCP atomic call (fiatomic_ucp_amo) is the CAS-loop strategy's too.
  */
 #include "fiatomic_strategy.h"
 

@@ -3,7 +3,10 @@
  * packed key a target handed out is checked field by field and unpacked into
  * the endpoint's key table; the user's uint64_t is its handle there (a slot
  * and a generation, so a released key is refused). The lookup on every post
- * is inline (fiatomic_key.h).
+ * is inline (fiatomic_key.h). Unpacking a key forgets the strategies cached
+ * in every key of the endpoint (its lanes may have changed since), and the
+ * first key that needs the target's progress flushes the endpoint once
+ * (fiatomic_ep_wireup_flush).
  */
 #include "fiatomic_cpu.h"
 #include "fiatomic_key.h"

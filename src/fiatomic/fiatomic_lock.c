@@ -10,7 +10,10 @@
  * worker's. Callbacks therefore only try the lock: when another thread holds
  * it, the call is queued and that thread runs it before it lets the lock go
  * (lock or defer). Nothing ever waits for the context's lock while holding
- * the worker's.
+ * the worker's. The copies of queued active messages are bounded
+ * (FIATOMIC_DEFERRED_BYTES_MAX): past that a message is dropped and
+ * counted. A context whose last user went away while its lock was held is
+ * freed when the lock is let go.
  */
 #include "fiatomic_context.h"
 

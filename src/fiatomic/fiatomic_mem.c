@@ -1,5 +1,6 @@
 /**
- * Target side: exposing memory for remote atomics and packing its key.
+ * Target side: exposing memory for remote atomics (registered with UCP, or
+ * target-only), packing its key, querying and unexposing it.
  *
  * The packed key is a small header (fiatomic_key_hdr_t, fiatomic_wire.h:
  * range, the exposing context's nonce, the region's handle and token, flags)

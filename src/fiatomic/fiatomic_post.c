@@ -1,8 +1,12 @@
 /**
  * The operation calls: every form (plain, vector, msg, inject) of every
- * family funnels into fiatomic_post(), which validates everything before
- * anything is sent, lays the elements out, and hands the request to the
- * endpoint.
+ * family is validated in full (fiatomic_call_check) before anything is
+ * sent, and its elements are laid out in a request handed to the endpoint
+ * (fiatomic_post). The plain calls take shorter ways for one element with
+ * nothing to wait for: a direct one is executed in place before the call
+ * returns, with no request (fiatomic_one_direct, inline in the public call,
+ * which makes the same checks), and any other skips the layout loop
+ * (fiatomic_post_plain_locked).
  */
 #include "fiatomic_cpu.h"
 #include "fiatomic_strategy.h"

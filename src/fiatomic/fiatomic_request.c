@@ -1,6 +1,8 @@
 /**
  * Requests: allocation from a per-context cache (no malloc per operation in
- * steady state), completion, and the user-facing check/free calls.
+ * steady state) and back, the count of a request's elements still under way
+ * (the last one to finish hands the request to its endpoint, fiatomic_ep.c,
+ * which completes it), and the user-facing check/free calls.
  */
 #include "fiatomic_request.h"
 #include "fiatomic_ep.h"

@@ -1,7 +1,8 @@
 /**
- * Strategies: each fiatomic_exec_*.c exports one table; only the selector
- * (fiatomic_select.c) chooses among them, and caches its answer in the
- * key.
+ * Strategies: each exports one table (native, CAS loop and direct:
+ * fiatomic_exec_*.c; target-side: fiatomic_target_send.c); only the
+ * selector (fiatomic_select.c) chooses among them, and caches its answer in
+ * the key.
  */
 #ifndef FIATOMIC_STRATEGY_H_
 #define FIATOMIC_STRATEGY_H_

@@ -14,8 +14,9 @@
  * posted while replies are awaited: UCP fails it when the endpoint failed,
  * and that error completes every awaited message. Probing only overdue
  * messages keeps the probe off the normal path (a probe per round trip cost
- * a third of the latency over tcp). The overdue check runs when the library is called
- * (posting, fiatomic_request_check_status, flush) and on every reply.
+ * a third of the latency over tcp). The overdue check runs when the library
+ * is called (posting, fiatomic_request_check_status, flush, a counter's
+ * wait) and on every reply.
  */
 #include "fiatomic_cpu.h"
 #include "fiatomic_strategy.h"

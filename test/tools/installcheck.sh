@@ -12,6 +12,9 @@
 # Environment (from Makefile.am): DESTDIR, bindir, libdir, mandir, CC,
 # top_srcdir.
 set -uo pipefail
+# Outputs are matched from variables, never as `cmd | grep -q`: grep -q
+# exits at its match, and a writer with more to write dies of SIGPIPE,
+# which pipefail reports as a failed match (ldd did, one run in ten).
 root=${DESTDIR:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -27,7 +30,8 @@ echo "pkg-config --cflags --libs fiatomic: $flags"
 # fiatomic.h includes libfabric's headers: their flags must come with
 # --cflags even where they are in /usr/include (and so not visible here)
 if pkg-config --exists libfabric; then
-    pkg-config --print-requires-private fiatomic | grep -q '^libfabric' ||
+    requires=$(pkg-config --print-requires-private fiatomic)
+    grep -q '^libfabric' <<< "$requires" ||
         bad "fiatomic.pc does not name libfabric (Requires.private)"
     for f in $(pkg-config --cflags-only-I libfabric); do
         [[ " $flags " == *" $f "* ]] || bad "--cflags lacks libfabric's $f"
@@ -37,16 +41,18 @@ fi
 if ${CC:-cc} -std=c99 -Wall -Werror -o "$tmp/consumer" \
        "$top_srcdir/examples/fiatomic_example.c" $flags; then
     out=$("$tmp/consumer" 2>&1) || bad "the consumer failed: $out"
-    echo "$out" | grep -q "^fetch MIN double x4 via " ||
+    grep -q "^fetch MIN double x4 via " <<< "$out" ||
         bad "the consumer's output: $out"
-    ldd "$tmp/consumer" | grep -q "$root$libdir/libfiatomic.so" ||
+    deps=$(ldd "$tmp/consumer")
+    grep -q "$root$libdir/libfiatomic.so" <<< "$deps" ||
         bad "the consumer does not use the installed libfiatomic"
 else
     bad "a consumer of fiatomic.h does not build with pkg-config's flags"
 fi
 
 for tool in fiatomic_info fiatomic_perftest; do
-    "$root$bindir/$tool" --version | grep -q "^$tool (atomicx) " ||
+    version=$("$root$bindir/$tool" --version)
+    grep -q "^$tool (atomicx) " <<< "$version" ||
         bad "$root$bindir/$tool --version"
 done
 

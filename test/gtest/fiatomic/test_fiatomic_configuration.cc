@@ -9,8 +9,11 @@
 #include <ucs/config/global_opts.h>
 #include <ucs/debug/log_def.h>
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 using namespace fiatomic_test;
 
@@ -203,6 +206,131 @@ TEST(peer_error_mode, ucp_atomics_by_ucx_version)
                 << error;
         EXPECT_EQ(ucp ? 8u : 7u, after) << what;
     }
+}
+
+/* The error lines of fiatomic_create(), captured (and kept off the
+ * output: UCX ERROR lines that are expected here). */
+std::vector<std::string> create_errors;
+
+ucs_log_func_rc_t capture_error(const char *file, unsigned line,
+                                const char *function, ucs_log_level_t level,
+                                const ucs_log_component_config_t *comp_conf,
+                                const char *message, va_list ap)
+{
+    char buf[512];
+    va_list aq;
+
+    if (level != UCS_LOG_LEVEL_ERROR) {
+        return UCS_LOG_FUNC_RC_CONTINUE;
+    }
+    va_copy(aq, ap);
+    vsnprintf(buf, sizeof(buf), message, aq);
+    va_end(aq);
+    create_errors.emplace_back(buf);
+    return UCS_LOG_FUNC_RC_STOP;
+}
+
+/* One environment variable set for a scope, restored at its end. */
+class scoped_env {
+public:
+    scoped_env(const char *name, const char *value) : m_name(name)
+    {
+        const char *old = getenv(name);
+
+        m_had = (old != NULL);
+        if (m_had) {
+            m_old = old;
+        }
+        setenv(name, value, 1);
+    }
+
+    ~scoped_env()
+    {
+        if (m_had) {
+            setenv(m_name.c_str(), m_old.c_str(), 1);
+        } else {
+            unsetenv(m_name.c_str());
+        }
+    }
+
+private:
+    std::string m_name, m_old;
+    bool        m_had;
+};
+
+/*
+ * fiatomic_create() refuses a malformed setting (FIATOMIC_STRATEGY,
+ * FIATOMIC_OP_TIMEOUT, FIATOMIC_CAS_HANDOFF) or op_timeout parameter: it
+ * returns UCS_ERR_INVALID_PARAM, says which setting in its error line (the
+ * parameter needs none: the caller passed it), and leaves the caller's
+ * handle untouched; what it had allocated is freed (the ASan build's leak
+ * check fails otherwise). Each refusal leaves the worker as it was: a
+ * well-formed call on it afterwards succeeds.
+ */
+TEST(create, refuses_malformed_settings)
+{
+    struct bad_setting {
+        const char *name, *value;
+    };
+    const bad_setting bad[] = {
+        {"FIATOMIC_STRATEGY", "fastest"},
+        {"FIATOMIC_OP_TIMEOUT", "soon"},
+        {"FIATOMIC_OP_TIMEOUT", "-1"},
+        {"FIATOMIC_CAS_HANDOFF", "maybe"},
+    };
+    std::string missing = transport_missing("self"), error;
+    fiatomic_h sentinel = reinterpret_cast<fiatomic_h>(uintptr_t(0x5a5a));
+    fiatomic_params_t params;
+    ucp_setup setup = {};
+    fiatomic_h fia;
+
+    if (!missing.empty()) {
+        GTEST_SKIP() << missing;
+    }
+    ASSERT_EQ(UCS_OK, ucp_setup_create({{"TLS", "self"}}, NULL, true, &setup,
+                                       &error)) << error;
+    /* the worker without a context: each call below starts from there */
+    fiatomic_destroy(setup.fia);
+    setup.fia = NULL;
+
+    ucs_log_push_handler(capture_error);
+    for (const bad_setting &b : bad) {
+        scoped_env env(b.name, b.value);
+
+        create_errors.clear();
+        fia = sentinel;
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                  fiatomic_create(setup.context, setup.worker, NULL, &fia))
+                << b.name << "=" << b.value;
+        EXPECT_EQ(sentinel, fia) << b.name << "=" << b.value;
+        ASSERT_EQ(1u, create_errors.size()) << b.name << "=" << b.value;
+        EXPECT_NE(std::string::npos,
+                  create_errors[0].find(std::string(b.name) + " '" + b.value +
+                                        "'"))
+                << create_errors[0];
+    }
+
+    /* the parameter goes before FIATOMIC_OP_TIMEOUT, which is well-formed */
+    for (double timeout : {0.0, -2.0, (double)NAN}) {
+        scoped_env env("FIATOMIC_OP_TIMEOUT", "10");
+
+        create_errors.clear();
+        memset(&params, 0, sizeof(params));
+        params.field_mask = FIATOMIC_PARAM_FIELD_OP_TIMEOUT;
+        params.op_timeout = timeout;
+        fia               = sentinel;
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                  fiatomic_create(setup.context, setup.worker, &params, &fia))
+                << "op_timeout " << timeout;
+        EXPECT_EQ(sentinel, fia) << "op_timeout " << timeout;
+        EXPECT_TRUE(create_errors.empty()) << create_errors[0];
+    }
+    ucs_log_pop_handler();
+
+    fia = NULL;
+    EXPECT_EQ(UCS_OK, fiatomic_create(setup.context, setup.worker, NULL, &fia));
+    setup.fia = fia;
+    ucp_setup_destroy(&setup);
 }
 
 } // namespace
