@@ -165,9 +165,9 @@ static void fiatomic_deferred_run(fiatomic_h fia, fiatomic_deferred_t *d)
     case FIATOMIC_DEFERRED_AM:
         status = d->fn.am(d->arg, NULL, 0, d->data, d->length, &d->param);
         if (d->kept && (status != UCS_INPROGRESS)) {
-            /* UCP kept it for us and the handler is done with it (a
-             * rendezvous it did not receive: this declines it), as UCP does
-             * when a handler returns UCS_OK inside its callback */
+            /* UCP kept its eager data for us and the handler is done with
+             * it, as UCP does when a handler returns UCS_OK inside its
+             * callback (a rendezvous is never kept: fiatomic_cb_enter_am) */
             ucp_am_data_release(fia->worker, d->data);
         }
         break;
@@ -304,8 +304,9 @@ bool fiatomic_cb_enter_am(fiatomic_h fia, ucp_am_recv_callback_t fn,
                           const ucp_am_recv_param_t *param,
                           ucs_status_t *status_p)
 {
-    bool kept = param->recv_attr & (UCP_AM_RECV_ATTR_FLAG_DATA |
-                                    UCP_AM_RECV_ATTR_FLAG_RNDV);
+    bool rndv = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
+    bool kept = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA;
+    ucp_am_recv_param_t queued_param = *param;
     fiatomic_deferred_t *d;
     size_t cost, queued;
 
@@ -313,12 +314,25 @@ bool fiatomic_cb_enter_am(fiatomic_h fia, ucp_am_recv_callback_t fn,
         return true;
     }
 
-    cost = kept ? 0 : length;
+    if (rndv) {
+        /* A rendezvous is declined here, inside UCP's callback, never kept
+         * for later: outside the callback UCX declines one with
+         * ucp_am_data_release(), which sends the sender its answer without
+         * the worker's thread lock (UCX 1.13 to 1.22), racing the thread
+         * that progresses the worker (a duplicate answer, a corrupted tcp
+         * endpoint). The handler later sees an empty message from the same
+         * sender instead: what it answers a refused request with. */
+        queued_param.recv_attr &= ~(uint64_t)UCP_AM_RECV_ATTR_FLAG_RNDV;
+        length = 0;
+    }
+    /* our copy costs its bytes and the entry itself: a flood of empty
+     * messages is bounded too */
+    cost = kept ? 0 : (sizeof(*d) + length);
     queued = __atomic_load_n(&fia->lock.queued_bytes, __ATOMIC_RELAXED);
     if (queued + cost > FIATOMIC_DEFERRED_BYTES_MAX) {
         d = NULL; /* a flood while the lock is busy: dropped */
     } else {
-        d = fiatomic_deferred_alloc(cost);
+        d = fiatomic_deferred_alloc(kept ? 0 : length);
     }
     if (d == NULL) {
         ucs_debug("fiatomic: active message dropped (context busy, %zu "
@@ -335,7 +349,7 @@ bool fiatomic_cb_enter_am(fiatomic_h fia, ucp_am_recv_callback_t fn,
     d->fn.am   = fn;
     d->arg     = arg;
     d->length  = length;
-    d->param   = *param;
+    d->param   = queued_param;
     d->kept    = kept;
     d->cost    = cost;
     if (kept) {

@@ -289,8 +289,8 @@ fiatomic_target_reply_handler_locked(fiatomic_h fia, void *data,
         (length < sizeof(reply))) {
         /* Our targets never reply like this; nothing to match it to.
          * UCS_OK declines a rendezvous without receiving it (UCP answers
-         * its sender and frees the descriptor; the caller does when the
-         * handler ran deferred, fiatomic_deferred_run). */
+         * its sender and frees the descriptor; one that arrived while the
+         * context was busy was declined then, fiatomic_cb_enter_am). */
         return UCS_OK;
     }
 

@@ -486,8 +486,9 @@ static ucs_status_t fiatomic_target_request_handler(
  * answers the sender and frees the descriptor itself, so releasing it here
  * as well would answer and free it twice. Hence this handler never
  * releases one: UCS_INPROGRESS says a receive took it, UCS_OK that it is
- * declined, and whoever called the handler declines it (UCP, or
- * fiatomic_deferred_run for a descriptor kept while the context was busy).
+ * declined, and UCP declines it (a rendezvous that arrives while the context
+ * is busy is declined inside UCP's callback and reaches this handler later
+ * as an empty message: fiatomic_cb_enter_am).
  * Eager data kept by UCP (UCP_AM_RECV_ATTR_FLAG_DATA) follows the same
  * rule: UCS_INPROGRESS while we hold it. */
 static ucs_status_t fiatomic_target_request_handler_locked(
