@@ -141,6 +141,19 @@ protected:
                   << TIMEOUT_SEC << " s)" << std::endl;
     }
 
+    /* Whether the fetch-add takes the target side here (forced, or what
+     * auto selects: UCX 1.22's tcp differs from 1.13's), whose timeout
+     * leaves the endpoint usable. Asked before the target stops. */
+    bool target_side()
+    {
+        fiatomic_cell_info_t info;
+
+        EXPECT_EQ(0, fiatomic_query_cell(m_conn->ep(), m_conn->key(0),
+                                         FIATOMIC_FAMILY_FETCH, FI_UINT64,
+                                         FI_SUM, &info));
+        return info.strategy == FIATOMIC_STRATEGY_TARGET;
+    }
+
     /* The endpoint failed: a post and a flush fail at once. */
     void expect_failed_ep()
     {
@@ -206,6 +219,7 @@ TEST_P(timeouts, stopped_target)
     ASSERT_EQ(UCS_OK, fiatomic_rkey_unpack(ep2, packed.data(), packed.size(),
                                            &k2));
 
+    const bool tgt = target_side();
     ASSERT_NO_FATAL_FAILURE(stop_target());
     m_result = 12345;
     EXPECT_EQ(UCS_ERR_TIMED_OUT, wait_timed(post_fetch_add(0, &s1), &elapsed));
@@ -215,13 +229,13 @@ TEST_P(timeouts, stopped_target)
     EXPECT_EQ(1u, fiatomic_cntr_read(m_cntr));
     EXPECT_EQ(1u, fiatomic_cntr_readerr(m_cntr));
 
-    if (GetParam().strategy != "target") {
+    if (!tgt) {
         expect_failed_ep();
     }
     ASSERT_NO_FATAL_FAILURE(continue_and_settle());
     EXPECT_EQ(1u, s1.calls) << "a late completion was reported again";
     EXPECT_EQ(12345u, m_result) << "a late completion wrote the result";
-    if (GetParam().strategy == "target") {
+    if (tgt) {
         EXPECT_EQ(UCS_OK, m_conn->wait(post_fetch_add(0, &s0), 30.0))
                 << "the endpoint is not usable after a target-side timeout";
     } else {
