@@ -14,12 +14,10 @@ set -uo pipefail
 src=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
 report=$src/docs/performance.md
 allowed=$src/test/tools/doc-figures-allowed.txt
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-checks=0
-ok()  { checks=$((checks + 1)); }
-bad() { checks=$((checks + 1)); echo "FAIL: $*"; fail=1; }
+# shellcheck source-path=SCRIPTDIR source=test-common.sh
+. "$(dirname "$0")/test-common.sh"
+test_start
+tmp=$test_tmp
 
 echo "=== README's performance summary is generated from the report ==="
 "$src/contrib/perf-summary.sh" "$report" > "$tmp/want" || bad "perf-summary.sh failed"
@@ -90,5 +88,4 @@ else
     sed 's/^/  /' "$tmp/diff"
 fi
 
-echo "$checks checks, $([ $fail -eq 0 ] && echo "all passed" || echo "some FAILED")"
-exit $fail
+test_end

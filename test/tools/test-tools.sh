@@ -21,30 +21,10 @@ set -uo pipefail
 info=${FIATOMIC_INFO:-src/tools/fiatomic_info}
 perf=${FIATOMIC_PERFTEST:-src/tools/fiatomic_perftest}
 version=${PACKAGE_VERSION:?}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-checks=0
-
-ok()  { checks=$((checks + 1)); }
-bad() { checks=$((checks + 1)); echo "FAIL: $*"; fail=1; }
-
-# expect <rc> <stdout regex> <stderr regex> -- command...
-expect() {
-    local want_rc=$1 out_re=$2 err_re=$3 rc
-    shift 4
-    "$@" > "$tmp/out" 2> "$tmp/err"
-    rc=$?
-    if [ $rc -ne "$want_rc" ]; then
-        bad "$*: exit $rc, expected $want_rc"; sed 's/^/  /' "$tmp/err" | head -5
-    elif [ -n "$out_re" ] && ! grep -qE -- "$out_re" "$tmp/out"; then
-        bad "$*: stdout lacks /$out_re/"; head -5 "$tmp/out" | sed 's/^/  /'
-    elif [ -n "$err_re" ] && ! grep -qE -- "$err_re" "$tmp/err"; then
-        bad "$*: stderr lacks /$err_re/"; head -5 "$tmp/err" | sed 's/^/  /'
-    else
-        ok
-    fi
-}
+# shellcheck source-path=SCRIPTDIR source=test-common.sh
+. "$(dirname "$0")/test-common.sh"
+test_start "$perf"
+tmp=$test_tmp
 
 echo "=== tools: --version, --help, unknown options ==="
 for tool in "$info" "$perf"; do
@@ -236,5 +216,4 @@ others=$(grep -lE 'getenv|"FIATOMIC_[A-Z_]+"' "$src"/src/fiatomic/*.c |
          xargs -r grep -nE 'getenv\("FIATOMIC_|getenv\([a-z_]+\)|"FIATOMIC_[A-Z_]+"')
 [ -z "$others" ] && ok || bad "FIATOMIC_* read outside fiatomic_config.c: $others"
 
-echo "$checks checks, $([ $fail -eq 0 ] && echo "all passed" || echo "some FAILED")"
-exit $fail
+test_end
