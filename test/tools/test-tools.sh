@@ -15,7 +15,9 @@
 #    empty element in a list option; FIATOMIC_STRATEGY/FIATOMIC_CAS_HANDOFF
 #    take only fiatomic(3)'s spellings (fiatomic_create fails otherwise);
 #  - fiatomic_info --csv's stdout is the CSV alone while UCX warns;
-#  - --baseline libfabric follows the transport UCP chose (UCX_TLS unset).
+#  - --baseline libfabric follows the transport UCP chose (UCX_TLS unset),
+#    and says why there is no libfabric row for a cell the provider lacks
+#    (on a transport with no provider: contrib/softroce/test-guest.sh docs).
 # Run from the top build directory (automake's test driver does).
 set -uo pipefail
 info=${FIATOMIC_INFO:-src/tools/fiatomic_info}
@@ -144,6 +146,15 @@ if "$perf" --baseline libfabric -n 1 -w 0 --help > /dev/null 2>&1; then
         -d u64 -n 2000 -w 200 --baseline libfabric
     expect 0 "^Final \(ofi\):" "" -- env UCX_TLS=tcp "$perf" -f fetch -o sum \
         -d u64 -n 200 -w 20 --baseline libfabric
+    # a cell the provider has no atomic for (libfabric has no 128-bit
+    # integers): a line names the provider and says why, and no ofi row
+    for tl in posix:shm tcp:"tcp;ofi_rxm"; do
+        expect 0 "^  \(no libfabric ${tl#*:} equivalent for this cell\)$" "" -- \
+            env UCX_TLS="${tl%%:*}" "$perf" -f fetch -o sum -d i128 -n 10 -w 0 \
+            --baseline libfabric
+        ! grep -q "^Final (ofi)" "$test_tmp/out" && ok ||
+            bad "UCX_TLS=${tl%%:*} -d i128 --baseline libfabric: an ofi row"
+    done
 else
     echo "  (built without libfabric: --baseline libfabric not available)"
 fi
