@@ -4,7 +4,9 @@
 #    EXAMPLES is in test/tools/doc-examples.txt, run here ("host", with a
 #    smaller iteration count where the text's claim does not depend on it,
 #    its output checked against what the text says it prints) or marked
-#    guest-only / not run with the reason; a stale entry fails too;
+#    guest-only / not run with the reason; a stale entry fails too; a
+#    guest entry names the contrib/softroce script that runs it (the
+#    "test-guest.sh docs" and "openmpi-guest.sh" ones as written);
 #  - a tool's manual page and its --help list the same options, and
 #    fiatomic_perftest(1) the same goals as --help;
 #  - every option of fiatomic_info(1) and fiatomic_perftest(1) runs with a
@@ -51,6 +53,19 @@ comm -13 "$tmp/documented" "$tmp/listed" > "$tmp/stale"
 [ -s "$tmp/stale" ] && { bad "doc-examples.txt lists lines no document has:"; sed 's/^/  /' "$tmp/stale"; } || ok
 awk -F' [|] ' '!/^#/ && NF >= 2 && $1 != "host" && $1 !~ /^(guest|not run): ./ {print}' "$registry" > "$tmp/unmarked"
 [ -s "$tmp/unmarked" ] && { bad "entries without a disposition and reason:"; sed 's/^/  /' "$tmp/unmarked"; } || ok
+# a guest entry names the script that runs it, and that script reads the
+# entries it runs from this file ("test-guest.sh docs", "openmpi-guest.sh")
+while IFS= read -r reason; do
+    script=$(grep -oE 'contrib/softroce/[a-z-]+\.sh' <<< "$reason" | head -1)
+    if [ -z "$script" ] || [ ! -f "$src/$script" ]; then
+        bad "guest entry names no script of contrib/softroce: $reason"
+    elif [[ $reason == *"test-guest.sh docs"* || $reason == *openmpi-guest.sh* ]] &&
+         ! grep -q 'test/tools/doc-examples.txt' "$src/$script"; then
+        bad "$script does not read doc-examples.txt: $reason"
+    else
+        ok
+    fi
+done < <(sed -nE 's/^guest: ([^|]*) \| .*$/\1/p' "$registry")
 
 echo "=== the host examples, their output against the text ==="
 # run_example LINE: the example, with fewer iterations where its claim does
