@@ -7,6 +7,8 @@
 #    or goal count that the report does not contain (a figure that is not a
 #    measurement, such as a time syntax example, is listed with its reason
 #    in test/tools/doc-figures-allowed.txt);
+#  - README's count of the cells libfabric's providers have is the largest
+#    the report's speedup-vs-ofi goals compared;
 #  - fiatomic_perftest(1) documents every goal of the report's goal table,
 #    each with the report's limit, and no other.
 # Needs no build: it reads the source tree.
@@ -63,6 +65,18 @@ if [ -n "$count" ] && { [ ! -s "$tmp/counts" ] || [ "$(cat "$tmp/counts")" = "$c
     ok
 else
     bad "goal counts $(tr '\n' ' ' < "$tmp/counts")differ from the report's '$count'"
+fi
+
+echo "=== README's count of libfabric's cells is the report's ==="
+# the speedup-vs-ofi goals compare every cell the provider has: "0/N cells"
+ofi=$(sed -nE 's/^GOAL speedup-vs-ofi-[a-z]+ .* [0-9]+\/([0-9]+) cells miss$/\1/p' "$report" |
+      sort -n | tail -1)
+said=$(tr '\n' ' ' < "$src/README.md" |
+       sed -nE "s/.*libfabric's own providers here have at most ([0-9]+).*/\1/p")
+if [ -n "$ofi" ] && [ "$said" = "$ofi" ]; then
+    ok
+else
+    bad "README says libfabric's providers here have at most '$said' cells, the report's speedup-vs-ofi goals compare at most '$ofi'"
 fi
 
 echo "=== fiatomic_perftest(1)'s goals are the report's, with its limits ==="
