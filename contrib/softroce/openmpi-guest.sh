@@ -26,7 +26,7 @@
 # they name is this build's, ./shmem_app and ./mpi_app are these programs
 # with the iterations above), what running as root on 2 CPUs needs given
 # by the environment (OMPI_ALLOW_RUN_AS_ROOT, OMPI_MCA_*), never on the
-# command line.
+# command line (ATOMICX_OPENMPI_TLS=" " runs only these).
 # A run passes when its program reports 0 failed checks, every UCP endpoint
 # configuration with atomics has its AMO lane where it must be (atomicx over
 # atomicx,tcp; UCP's emulation over tcp), and contrib/ucx-log-check.sh finds
@@ -240,9 +240,9 @@ run() {
         # the document's line in $docs_line, run from $docs_dir; ompi_params
         # and env above as the environment (local processes inherit it)
         (cd "$docs_dir" && env "${docs_env[@]}" UCX_LOG_LEVEL=info \
-            SHMEM_SYMMETRIC_SIZE=16M bash -c "$docs_line") >"$log" 2>&1 &
+            SHMEM_SYMMETRIC_SIZE=16M bash -c "$docs_line") </dev/null >"$log" 2>&1 &
     else
-        "$launcher" "${ompi_params[@]}" -np "$np" "${env[@]}" "$@" >"$log" 2>&1 &
+        "$launcher" "${ompi_params[@]}" -np "$np" "${env[@]}" "$@" </dev/null >"$log" 2>&1 &
     fi
     local lpid=$! p
     while kill -0 "$lpid" 2>/dev/null; do
@@ -328,7 +328,8 @@ else
     docs_prelude=$(grep -E '^[A-Z_]+=' <<<"$docs_lines" |
                    sed "s|/usr/local/lib/libuct_atomicx.so.0|$lib|g")
     n=0
-    while IFS= read -r docs_line; do
+    # (the lines on descriptor 3: the launchers read their standard input)
+    while IFS= read -r -u 3 docs_line; do
         [ -n "$docs_line" ] || continue
         n=$((n + 1))
         echo "$me: as written: $docs_line"
@@ -341,7 +342,7 @@ ${docs_line//\/usr\/local\/lib\/libuct_atomicx.so.0/$lib}"
         *"./mpi_app") run docs-$n atomicx,tcp 2 pass docs "$bin/mpi_window_atomics" ;;
         *) echo "$me: no run for this line"; failed+=("documented line $n: no run") ;;
         esac
-    done <<<"$(grep -vE '^[A-Z_]+=' <<<"$docs_lines")"
+    done 3<<<"$(grep -vE '^[A-Z_]+=' <<<"$docs_lines")"
     [ "$n" -ge 3 ] || failed+=("only $n documented Open MPI lines found")
     rm -rf "$docs_dir"
 fi
