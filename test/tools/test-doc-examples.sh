@@ -345,6 +345,13 @@ else
     # the UCX of this build (its ucx_info) and how it loads atomicx
     load_env=()
     eval "$("$src/contrib/softroce/ucx-of-build.sh" .)" || bad "ucx-of-build.sh ."
+    # a sanitizer build: its runtime first in the preload list, and no leak
+    # report of ucx_info's own at exit
+    asan=$(ldd "$lib" | awk '/libasan\.so/ {print $3}')
+    if [ -n "$asan" ] && [[ ${load_env[0]} == LD_PRELOAD=* ]]; then
+        load_env=("LD_PRELOAD=$asan:${load_env[0]#LD_PRELOAD=}"
+                  "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0")
+    fi
     # variable|documented default as ucx_info -c prints it|good value|as printed|bad value
     ax_runs=(
         "TX_QUEUE_LEN|128|64|64|abc"
