@@ -11,7 +11,9 @@
 #  4. the atomicx guest suites on soft-RoCE (contrib/softroce),
 #     libfiatomic's matrix over atomicx there, UCX's own gtest suites
 #     (UCT atomics, fence, flush, pending, ...; UCP atomics) over atomicx,
-#     and Open MPI's OpenSHMEM and MPI windows over atomicx (and tcp).
+#     and Open MPI's OpenSHMEM and MPI windows over atomicx (and tcp); the
+#     guest examples of README and the manual pages run as written there
+#     (test-guest.sh's docs suite, openmpi-guest.sh).
 #  5. against UCX 1.22.0 too (contrib/build-ucx.sh builds it once per machine,
 #     cached): a -Werror build, libfiatomic's and atomicx's host gtest suites,
 #     "make install" into UCX's module directory, and in one more guest boot

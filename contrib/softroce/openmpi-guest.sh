@@ -21,6 +21,12 @@
 #                        (the run counts for the rest, checked before it);
 #   mpi_window_atomics   4 ranks: passive-target window atomics, ordering,
 #                        exclusive locks, dynamic windows.
+# Then README's and atomicx(7)'s Open MPI command lines as written
+# (test/tools/doc-examples.txt's "openmpi-guest.sh" lines; the library path
+# they name is this build's, ./shmem_app and ./mpi_app are these programs
+# with the iterations above), what running as root on 2 CPUs needs given
+# by the environment (OMPI_ALLOW_RUN_AS_ROOT, OMPI_MCA_*), never on the
+# command line (ATOMICX_OPENMPI_TLS=" " runs only these).
 # A run passes when its program reports 0 failed checks, every UCP endpoint
 # configuration with atomics has its AMO lane where it must be (atomicx over
 # atomicx,tcp; UCP's emulation over tcp), and contrib/ucx-log-check.sh finds
@@ -230,7 +236,14 @@ run() {
     echo
     echo "=== $me: $name, $np processes, UCX_TLS=$tls ==="
     t0=$(date +%s) t0w=$(date +%s.%N)
-    "$launcher" "${ompi_params[@]}" -np "$np" "${env[@]}" "$@" >"$log" 2>&1 &
+    if [ "$launcher" = docs ]; then
+        # the document's line in $docs_line, run from $docs_dir; ompi_params
+        # and env above as the environment (local processes inherit it)
+        (cd "$docs_dir" && env "${docs_env[@]}" UCX_LOG_LEVEL=info \
+            SHMEM_SYMMETRIC_SIZE=16M bash -c "$docs_line") </dev/null >"$log" 2>&1 &
+    else
+        "$launcher" "${ompi_params[@]}" -np "$np" "${env[@]}" "$@" </dev/null >"$log" 2>&1 &
+    fi
     local lpid=$! p
     while kill -0 "$lpid" 2>/dev/null; do
         if [ $(($(date +%s) - t0)) -ge "$run_timeout" ]; then
@@ -298,6 +311,40 @@ else
             --iters "$i2" --bursts "$ib" --then-cswap32
         run mpi_window_atomics "$tls" 4 pass mpirun "$bin/mpi_window_atomics" --iters "$im"
     done
+    # The documents' lines as written: ompi_params' other settings as
+    # environment variables
+    docs_env=(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+              OMPI_MCA_rmaps_base_oversubscribe=1
+              OMPI_MCA_hwloc_base_binding_policy=none
+              OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_oob_tcp_if_include=lo)
+    docs_dir=$(mktemp -d /tmp/openmpi-docs.XXXXXX)
+    printf '#!/bin/sh\nexec %q --iters %q --bursts %q "$@"\n' \
+        "$bin/shmem_atomics" "$i2" "$ib" > "$docs_dir/shmem_app"
+    printf '#!/bin/sh\nexec %q --iters %q "$@"\n' \
+        "$bin/mpi_window_atomics" "$im" > "$docs_dir/mpi_app"
+    chmod +x "$docs_dir/shmem_app" "$docs_dir/mpi_app"
+    docs_lines=$(sed -nE 's/^guest: [^|]*openmpi-guest\.sh[^|]* \| (.*)$/\1/p' \
+                 "$top/test/tools/doc-examples.txt")
+    docs_prelude=$(grep -E '^[A-Z_]+=' <<<"$docs_lines" |
+                   sed "s|/usr/local/lib/libuct_atomicx.so.0|$lib|g")
+    n=0
+    # (the lines on descriptor 3: the launchers read their standard input)
+    while IFS= read -r -u 3 docs_line; do
+        [ -n "$docs_line" ] || continue
+        n=$((n + 1))
+        echo "$me: as written: $docs_line"
+        docs_line="$docs_prelude
+${docs_line//\/usr\/local\/lib\/libuct_atomicx.so.0/$lib}"
+        case $docs_line in
+        *"-np 4 "*"./shmem_app") run docs-$n atomicx,tcp 4 pass docs "$bin/shmem_atomics" ;;
+        *"-np 4 "*"./mpi_app") run docs-$n atomicx,tcp 4 pass docs "$bin/mpi_window_atomics" ;;
+        # no -np: a process per CPU, the guest's 2
+        *"./mpi_app") run docs-$n atomicx,tcp 2 pass docs "$bin/mpi_window_atomics" ;;
+        *) echo "$me: no run for this line"; failed+=("documented line $n: no run") ;;
+        esac
+    done 3<<<"$(grep -vE '^[A-Z_]+=' <<<"$docs_lines")"
+    [ "$n" -ge 3 ] || failed+=("only $n documented Open MPI lines found")
+    rm -rf "$docs_dir"
 fi
 
 echo

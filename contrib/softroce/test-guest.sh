@@ -9,7 +9,7 @@
 # non-zero if any fails. The UCX is the one <build-dir> was configured with
 # (--with-ucx); a UCX that loads transport modules from directories (>= 1.22)
 # finds atomicx through UCX_PLUGIN_PATH, an older one gets it by LD_PRELOAD.
-# Suites (default: uct ucp perftest compare bench):
+# Suites (default: uct ucp perftest compare bench docs):
 #   info      ucx_info -d lists atomicx on the device (no LD_PRELOAD on >= 1.22)
 #   uct       UCT-level gtest suite (test_atomicx_uct)
 #   ucp       UCP-level gtest suite with UCX_TLS=atomicx,tcp (test_atomicx_ucp)
@@ -17,22 +17,31 @@
 #   compare   the UCP ones over rc_verbs, reported for comparison (not judged)
 #   bench     latency of atomicx fadd / ucp_fadd against ib_atomic_lat
 #   fiatomic  libfiatomic over atomicx (fiatomic-guest.sh), in the same boot
+#   docs      the guest examples of README and the manual pages as written
+#             (test/tools/doc-examples.txt's "test-guest.sh docs" lines,
+#             /usr/local/lib/libuct_atomicx.so.0 being this build's, ./my_app
+#             played by fiatomic_info), their output against the text;
+#             atomicx(7)'s UCX_ATOMICX_* values that the parser accepts but
+#             atomicx refuses; fiatomic_perftest --baseline libfabric saying
+#             why there is none over atomicx
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-[ $# -ge 1 ] || { echo "usage: $0 <build-dir> [uct|ucp|perftest|compare|bench]..." >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: $0 <build-dir> [info|uct|ucp|perftest|compare|bench|fiatomic|docs]..." >&2; exit 2; }
 build=$(cd "$1" && pwd) || exit 2
 shift
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(uct ucp perftest compare bench)
+[ ${#suites[@]} -gt 0 ] || suites=(uct ucp perftest compare bench docs)
 
 if [ "${ATOMICX_GUEST:-}" != 1 ]; then
     # Host side: the guest sees the host's files read-only, so build first.
     echo "test-guest: building the atomicx guest programs in $build"
     make -C "$build/src/uct/atomicx" -j"$(nproc)" >/dev/null &&
-        if [[ " ${suites[*]} " == *" fiatomic "* ]]; then
+        if [[ " ${suites[*]} " == *" fiatomic "* || " ${suites[*]} " == *" docs "* ]]; then
             make -C "$build/src/fiatomic" -j"$(nproc)" >/dev/null &&
-            make -C "$build/src/tools" -j"$(nproc)" >/dev/null &&
+            make -C "$build/src/tools" -j"$(nproc)" >/dev/null
+        fi &&
+        if [[ " ${suites[*]} " == *" fiatomic "* ]]; then
             make -C "$build/test/gtest" -j"$(nproc)" test_fiatomic fiatomic_test_peer >/dev/null
         fi &&
         make -C "$build/test/gtest" -j"$(nproc)" test_atomicx_uct \
@@ -222,6 +231,88 @@ info_suite() {
     echo "info: ucx_info -d lists atomicx on $dev (${load_env[*]})"
 }
 
+# docs_examples: README's and the manual pages' guest examples, run as
+# written from a scratch directory; the library path they name is where
+# make install puts it, here this build's, and ./my_app (the reader's
+# program) is fiatomic_info
+docs_examples() {
+    local dir line cmd rc fail=0 n=0 tools=$build/src/tools
+    dir=$(mktemp -d /tmp/docs.XXXXXX)
+    printf '#!/bin/sh\nexec %q "$@"\n' "$tools/fiatomic_info" > "$dir/my_app"
+    chmod +x "$dir/my_app"
+    while IFS= read -r line; do
+        n=$((n + 1))
+        cmd=${line//\/usr\/local\/lib\/libuct_atomicx.so.0/$lib}
+        echo "docs: $line"
+        (cd "$dir" && PATH=$tools:$PATH \
+            LD_LIBRARY_PATH=$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+            timeout 300 bash -c "$cmd") > "$dir/out" 2>&1
+        rc=$?
+        { head -n 8; echo ...; tail -n 2; } < "$dir/out" | sed 's/^/  /'
+        case $line in
+        *"ucx_info -d | grep atomicx")
+            # atomicx(7): ucx_info -d lists the device as transport atomicx
+            grep -qE '^# +Transport: atomicx$' "$dir/out" ;;
+        *" fiatomic_info"|*" ./my_app")
+            # every cell of the matrix over atomicx,tcp (fiatomic-guest.sh
+            # checks the strategies)
+            [ $rc -eq 0 ] && grep -qE '^414 supported cells \([0-9]+ with elements of at most 8 bytes\) of 414$' "$dir/out" ;;
+        *) echo "docs: no check for this line"; false ;;
+        esac || { echo "docs: FAILED (exit $rc): $line"; fail=1; }
+    done <<<"$(sed -nE 's/^guest: [^|]*test-guest\.sh docs[^|]* \| (.*)$/\1/p' "$here/../../test/tools/doc-examples.txt")"
+    rm -rf "$dir"
+    [ "$n" -ge 4 ] || { echo "docs: only $n examples found"; fail=1; }
+    return $fail
+}
+
+# docs_atomicx_env: atomicx(7)'s UCX_ATOMICX_* variables; the parser refuses
+# a malformed value on the host (test/tools/test-doc-examples.sh), atomicx
+# refuses these well-formed ones when it opens an interface
+docs_atomicx_env() {
+    local kv out fail=0 gidx
+    gidx=$(ipv4_gid_index "$dev") || { echo "docs: no IPv4 RoCE v2 GID"; return 1; }
+    for kv in TX_QUEUE_LEN=64 MAX_OPS=256 "GID_INDEX=$gidx" TIMEOUT=500ms \
+              RETRY_COUNT=3 SL=2 SELFTEST_TIMEOUT=10s; do
+        out=$(env "${load_env[@]}" "UCX_ATOMICX_$kv" ucx_info -d 2>&1)
+        if grep -qE '^# +Transport: atomicx$' <<<"$out" &&
+           ! grep -q 'failed to open interface' <<<"$out"; then
+            echo "docs: UCX_ATOMICX_$kv: atomicx opens"
+        else
+            echo "docs: FAILED: UCX_ATOMICX_$kv: atomicx did not open"; fail=1
+        fi
+    done
+    for kv in TX_QUEUE_LEN=0 MAX_OPS=0 RETRY_COUNT=8 SL=16; do
+        out=$(env "${load_env[@]}" "UCX_ATOMICX_$kv" ucx_info -d 2>&1)
+        if grep -qE "atomicx: invalid configuration \(.*${kv%%=*} ${kv#*=}( |\))" <<<"$out" &&
+           grep -q 'failed to open interface' <<<"$out"; then
+            echo "docs: UCX_ATOMICX_$kv: refused, named"
+        else
+            echo "docs: FAILED: UCX_ATOMICX_$kv: not refused by name"
+            grep -E 'atomicx|failed' <<<"$out" | head -n 5; fail=1
+        fi
+    done
+    return $fail
+}
+
+# docs_no_ofi: fiatomic_perftest(1): on a transport with no libfabric
+# provider, a line says there is no libfabric baseline and which transport
+# UCP uses
+docs_no_ofi() {
+    local out rc
+    out=$(env "${load_env[@]}" UCX_TLS=atomicx,tcp timeout 300 \
+          "$build/src/tools/fiatomic_perftest" -f fetch -o sum -d u64 \
+          --baseline libfabric -n 200 -w 20 2>&1)
+    rc=$?
+    echo "$out" | grep -vE '^fiatomic_perftest: .*calls, overall'
+    if "$build/src/tools/fiatomic_perftest" --baseline libfabric --help >/dev/null 2>&1; then
+        [ $rc -eq 0 ] && grep -q '^Final: ' <<<"$out" &&
+            ! grep -q '^Final (ofi)' <<<"$out" &&
+            grep -qxF '  (no libfabric baseline: UCP uses atomicx here, and the tool has a libfabric provider for shared memory (shm) and tcp (tcp;ofi_rxm) only)' <<<"$out"
+    else
+        echo "docs: fiatomic_perftest built without libfabric: no baseline to miss"
+    fi
+}
+
 run_suites() {
 local s
 for s in "$@"; do
@@ -234,6 +325,9 @@ for s in "$@"; do
     perftest) perftest_suite ;;
     bench) run "benchmark: atomicx vs ib_atomic_lat" bench_suite ;;
     compare) perftest_compare ;;
+    docs) run "docs: guest examples as written" docs_examples
+          run "docs: UCX_ATOMICX values" docs_atomicx_env
+          run "docs: no libfabric baseline over atomicx" docs_no_ofi ;;
     *) echo "test-guest: unknown suite $s" >&2; failed+=("$s") ;;
     esac
 done

@@ -14,9 +14,8 @@ info=${FIATOMIC_INFO:-src/tools/fiatomic_info}
 lib=${ATOMICX_LIB:-src/uct/atomicx/.libs/libuct_atomicx.so.0}
 not_loaded="UCX_TLS names atomicx, but the atomicx transport is not loaded"
 no_device="atomicx is loaded but has no device: "
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
+# shellcheck source-path=SCRIPTDIR source=test-common.sh
+. "$(dirname "$0")/test-common.sh"
 
 if [ ! -e "$lib" ]; then
     echo "SKIP: atomicx was not built (configure found no matching UCX source tree)"
@@ -30,6 +29,8 @@ if command -v ibv_devinfo > /dev/null &&
     echo "SKIP: this host has a verbs device with atomics: atomicx has resources here"
     exit 77
 fi
+test_start
+tmp=$test_tmp
 lib=$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")
 # a sanitizer build: its runtime must come first in the preload list
 asan=$(ldd "$lib" | awk '/libasan\.so/ {print $3}')
@@ -50,8 +51,9 @@ run() {
     echo "  exit $rc; 'not loaded' lines: $nl, 'no device' lines: $nd; CSV rows: $rows"
     if [ $rc -ne 0 ] || [ "$nl" -ne "$want_nl" ] || [ "$nd" -ne "$want_nd" ] ||
        [ "$rows" -ne 414 ]; then
-        echo "FAIL: $section: expected exit 0, $want_nl and $want_nd lines, 414 rows"
-        fail=1
+        bad "$section: expected exit 0, $want_nl and $want_nd lines, 414 rows"
+    else
+        ok
     fi
 }
 
@@ -62,5 +64,4 @@ run "loaded, no device" 0 2 LD_PRELOAD="$preload" UCX_TLS=atomicx,tcp
 run "loaded, not named" 0 0 LD_PRELOAD="$preload" UCX_TLS=tcp
 run "not loaded, excluded" 0 0 UCX_TLS=^atomicx,sysv
 
-[ $fail -eq 0 ] && echo "PASS: atomicx visible" || echo "FAIL: atomicx visible"
-exit $fail
+test_end

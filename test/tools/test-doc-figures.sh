@@ -7,6 +7,8 @@
 #    or goal count that the report does not contain (a figure that is not a
 #    measurement, such as a time syntax example, is listed with its reason
 #    in test/tools/doc-figures-allowed.txt);
+#  - README's count of the cells libfabric's providers have is the largest
+#    the report's speedup-vs-ofi goals compared;
 #  - fiatomic_perftest(1) documents every goal of the report's goal table,
 #    each with the report's limit, and no other.
 # Needs no build: it reads the source tree.
@@ -14,12 +16,10 @@ set -uo pipefail
 src=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
 report=$src/docs/performance.md
 allowed=$src/test/tools/doc-figures-allowed.txt
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-checks=0
-ok()  { checks=$((checks + 1)); }
-bad() { checks=$((checks + 1)); echo "FAIL: $*"; fail=1; }
+# shellcheck source-path=SCRIPTDIR source=test-common.sh
+. "$(dirname "$0")/test-common.sh"
+test_start
+tmp=$test_tmp
 
 echo "=== README's performance summary is generated from the report ==="
 "$src/contrib/perf-summary.sh" "$report" > "$tmp/want" || bad "perf-summary.sh failed"
@@ -67,6 +67,18 @@ else
     bad "goal counts $(tr '\n' ' ' < "$tmp/counts")differ from the report's '$count'"
 fi
 
+echo "=== README's count of libfabric's cells is the report's ==="
+# the speedup-vs-ofi goals compare every cell the provider has: "0/N cells"
+ofi=$(sed -nE 's/^GOAL speedup-vs-ofi-[a-z]+ .* [0-9]+\/([0-9]+) cells miss$/\1/p' "$report" |
+      sort -n | tail -1)
+said=$(tr '\n' ' ' < "$src/README.md" |
+       sed -nE "s/.*libfabric's own providers here have at most ([0-9]+).*/\1/p")
+if [ -n "$ofi" ] && [ "$said" = "$ofi" ]; then
+    ok
+else
+    bad "README says libfabric's providers here have at most '$said' cells, the report's speedup-vs-ofi goals compare at most '$ofi'"
+fi
+
 echo "=== fiatomic_perftest(1)'s goals are the report's, with its limits ==="
 # the report's goal table: "name tl what... value <=|>= limit verdict"
 awk '/^goal +tl +measured/ {t = 1; next} t && NF == 0 {t = 0}
@@ -90,5 +102,4 @@ else
     sed 's/^/  /' "$tmp/diff"
 fi
 
-echo "$checks checks, $([ $fail -eq 0 ] && echo "all passed" || echo "some FAILED")"
-exit $fail
+test_end
