@@ -12,10 +12,12 @@ out=${FUZZ_OUT:-$(mktemp -d /tmp/fiatomic-fuzz-ucp.XXXXXX)}
 
 command -v clang >/dev/null || { echo "fuzz-ucp: clang not installed (contrib/install-deps.sh installs it)" >&2; exit 1; }
 
-srcs=("$top"/src/fiatomic/*.c)
+srcs=("$top"/src/fiatomic/*/*.c)
 clang -g -O1 -mcx16 -fsanitize=fuzzer,address,undefined \
       -fno-sanitize-recover=undefined \
       $(pkg-config --cflags ucx) -I"$top/src/fiatomic" \
+      -I"$top/src/fiatomic/base" -I"$top/src/fiatomic/core" \
+      -I"$top/src/fiatomic/target" \
       "$here/fuzz_ucp_peer.c" "${srcs[@]}" \
       $(pkg-config --libs ucx) -o "$out/fuzz_ucp_peer"
 

@@ -13,10 +13,12 @@ command -v clang >/dev/null || { echo "fuzz: clang not installed (contrib/instal
 
 # The decoder and the library around it, compiled straight from the sources
 # (all of them: a file added to the library cannot be forgotten here).
-srcs=("$top"/src/fiatomic/*.c)
+srcs=("$top"/src/fiatomic/*/*.c)
 clang -g -O1 -mcx16 -fsanitize=fuzzer,address,undefined \
       -fno-sanitize-recover=undefined \
       $(pkg-config --cflags ucx) -I"$top/src/fiatomic" \
+      -I"$top/src/fiatomic/base" -I"$top/src/fiatomic/core" \
+      -I"$top/src/fiatomic/target" \
       "$here/fuzz_target_request.c" "${srcs[@]}" \
       $(pkg-config --libs ucx) -o "$out/fuzz_target_request"
 

@@ -222,7 +222,7 @@ expect 0 "^FIATOMIC_STRATEGY=cas$" "" -- env FIATOMIC_STRATEGY=cas \
 expect 0 "^FIATOMIC_STRATEGY=bogus$" "" -- env FIATOMIC_STRATEGY=bogus "$info" -c
 expect 0 "^FIATOMIC_STRATEGY=auto$" "" -- env FIATOMIC_STRATEGY= "$info" -c
 expect 2 "" "--config takes no other option" -- "$info" -c --csv
-others=$(grep -lE 'getenv|"FIATOMIC_[A-Z_]+"' "$src"/src/fiatomic/*.c |
+others=$(grep -lE 'getenv|"FIATOMIC_[A-Z_]+"' "$src"/src/fiatomic/*/*.c |
          grep -vE '/fiatomic_config\.c$' |
          xargs -r grep -nE 'getenv\("FIATOMIC_|getenv\([a-z_]+\)|"FIATOMIC_[A-Z_]+"')
 [ -z "$others" ] && ok || bad "FIATOMIC_* read outside fiatomic_config.c: $others"

@@ -416,7 +416,68 @@ static int perf_server_listen(int port)
     return ret;
 }
 
-int main(int argc, char **argv)
+/* main's steps: parse the options, check them together, set up and run
+ * (each mode reports as it measures). */
+#define PERF_GO_ON      (-1) /* no exit status yet: the next step */
+#define PERF_EXIT_OK    0
+#define PERF_EXIT_USAGE 2    /* a bad option or combination */
+
+/* What the command line asks for besides perf_opts_t. */
+typedef struct perf_cmd {
+    int server;   /* -s: wait for a client */
+    int serve_fd; /* the target of a loopback run, on this socket */
+    int matrix;
+    int goals;
+    int verify;   /* -1: as the mode's default */
+    int scale;
+    int scale_fd; /* an initiator of a scaling run, on this socket */
+} perf_cmd_t;
+
+/* The options' defaults (the transports: posix,tcp; the executable the
+ * target process runs: this one's real path). */
+static void perf_opts_init(perf_opts_t *o)
+{
+    /* kept: o points into both */
+    static char default_tls[] = "posix,tcp";
+    static char self_exe[4096];
+    ssize_t len;
+
+    memset(o, 0, sizeof(*o));
+    o->port                 = PERF_DEFAULT_PORT;
+    o->params.cell.family   = FIATOMIC_FAMILY_FETCH;
+    o->params.cell.op       = FI_SUM;
+    o->params.cell.datatype = FI_UINT64;
+    o->params.count         = 1;
+    o->params.window        = 1;
+    o->params.iters         = 10000;
+    o->params.warmup        = 1000;
+    o->verify_count         = 8;
+    o->cpu_client           = -1;
+    o->cpu_server           = -1;
+    o->self_exe             = "/proc/self/exe";
+    o->scale_same           = 1;
+    o->scale_disjoint       = 1;
+    o->scale_seconds        = 1.0;
+    o->num_scale_counts     = 5;
+    o->scale_counts[0]      = 1;
+    o->scale_counts[1]      = 2;
+    o->scale_counts[2]      = 4;
+    o->scale_counts[3]      = 8;
+    o->scale_counts[4]      = 16;
+    /* the real path, so that valgrind (which virtualizes this readlink)
+     * follows the target process too */
+    len = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
+    if (len > 0) {
+        self_exe[len] = '\0';
+        o->self_exe    = self_exe;
+    }
+    perf_parse_list(default_tls, o);
+}
+
+/* Step 1: the command line into o and cmd. PERF_GO_ON, or the exit
+ * status when it ends the run here (--help, --version, a bad option). */
+static int perf_parse_args(int argc, char **argv, perf_opts_t *o,
+                           perf_cmd_t *cmd)
 {
     static const struct option options[] = {
         {"server",       no_argument,       NULL, 's'},
@@ -455,150 +516,113 @@ int main(int argc, char **argv)
          PERF_OPT_SCALE_INITIATOR},
         {NULL, 0, NULL, 0}
     };
-    char default_tls[] = "posix,tcp";
-    char self_exe[4096];
-    ssize_t len;
-    int server = 0, serve_fd = -1, matrix = 0, goals = 0, verify = -1;
-    int scale = 0, scale_fd = -1;
     unsigned long long num;
     char names[512], *end;
     double seconds;
-    perf_opts_t o;
-    int opt, ret;
-
-    memset(&o, 0, sizeof(o));
-    o.port                 = PERF_DEFAULT_PORT;
-    o.params.cell.family   = FIATOMIC_FAMILY_FETCH;
-    o.params.cell.op       = FI_SUM;
-    o.params.cell.datatype = FI_UINT64;
-    o.params.count         = 1;
-    o.params.window        = 1;
-    o.params.iters         = 10000;
-    o.params.warmup        = 1000;
-    o.verify_count         = 8;
-    o.cpu_client           = -1;
-    o.cpu_server           = -1;
-    o.self_exe             = "/proc/self/exe";
-    o.scale_same           = 1;
-    o.scale_disjoint       = 1;
-    o.scale_seconds        = 1.0;
-    o.num_scale_counts     = 5;
-    o.scale_counts[0]      = 1;
-    o.scale_counts[1]      = 2;
-    o.scale_counts[2]      = 4;
-    o.scale_counts[3]      = 8;
-    o.scale_counts[4]      = 16;
-    /* the real path, so that valgrind (which virtualizes this readlink)
-     * follows the target process too */
-    len = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
-    if (len > 0) {
-        self_exe[len] = '\0';
-        o.self_exe    = self_exe;
-    }
-    perf_parse_list(default_tls, &o);
+    int opt;
 
     while ((opt = getopt_long(argc, argv, "sp:f:o:d:c:W:n:w:hV", options,
                               NULL)) != -1) {
         switch (opt) {
-        case 's': server = 1; break;
+        case 's': cmd->server = 1; break;
         case 'p':
             if (perf_parse_number("port", optarg, 1, 65535, &num)) {
-                return 2;
+                return PERF_EXIT_USAGE;
             }
-            o.port = (int)num;
+            o->port = (int)num;
             break;
         case 'f':
-            o.params.cell.family = perf_parse_family(optarg);
-            if (o.params.cell.family < 0) {
+            o->params.cell.family = perf_parse_family(optarg);
+            if (o->params.cell.family < 0) {
                 perf_bad_value("family", optarg, "base, fetch or compare");
-                return 2;
+                return PERF_EXIT_USAGE;
             }
             break;
         case 'o':
-            o.params.cell.op = perf_parse_name(optarg, FI_ATOMIC_OP_LAST,
+            o->params.cell.op = perf_parse_name(optarg, FI_ATOMIC_OP_LAST,
                                                fiatomic_ref_op_name,
                                                fiatomic_ref_op_short_name);
-            if (o.params.cell.op < 0) {
+            if (o->params.cell.op < 0) {
                 perf_bad_value("op", optarg,
                                perf_name_list(FI_ATOMIC_OP_LAST,
                                               fiatomic_ref_op_short_name,
                                               names, sizeof(names)));
-                return 2;
+                return PERF_EXIT_USAGE;
             }
             break;
         case 'd':
-            o.params.cell.datatype =
+            o->params.cell.datatype =
                 perf_parse_name(optarg, FIATOMIC_REF_DATATYPE_COUNT,
                                 fiatomic_ref_datatype_name,
                                 fiatomic_ref_datatype_short_name);
-            if (o.params.cell.datatype < 0) {
+            if (o->params.cell.datatype < 0) {
                 perf_bad_value("datatype", optarg,
                                perf_name_list(FIATOMIC_REF_DATATYPE_COUNT,
                                               fiatomic_ref_datatype_short_name,
                                               names, sizeof(names)));
-                return 2;
+                return PERF_EXIT_USAGE;
             }
             break;
         case 'c':
             if (perf_parse_number("count", optarg, 1,
                                   FIATOMIC_MAX_COUNT_LIMIT, &num)) {
-                return 2;
+                return PERF_EXIT_USAGE;
             }
-            o.params.count = num;
+            o->params.count = num;
             break;
         case 'W':
             if (perf_parse_number("window", optarg, 1,
                                   FIATOMIC_MAX_INFLIGHT_LIMIT, &num)) {
-                return 2;
+                return PERF_EXIT_USAGE;
             }
-            o.params.window = (unsigned)num;
+            o->params.window = (unsigned)num;
             break;
         case 'n':
             if (perf_parse_number("iteration count", optarg, 1, SIZE_MAX,
                                   &num)) {
-                return 2;
+                return PERF_EXIT_USAGE;
             }
-            o.params.iters = num;
+            o->params.iters = num;
             break;
         case 'w':
             if (perf_parse_number("warm-up count", optarg, 0, SIZE_MAX,
                                   &num)) {
-                return 2;
+                return PERF_EXIT_USAGE;
             }
-            o.params.warmup = num;
+            o->params.warmup = num;
             break;
-        case PERF_OPT_SERVE_FD: serve_fd = atoi(optarg); break;
-        case PERF_OPT_CPU: o.cpu_server = atoi(optarg); break;
-        case PERF_OPT_MATRIX: matrix = 1; break;
+        case PERF_OPT_SERVE_FD: cmd->serve_fd = atoi(optarg); break;
+        case PERF_OPT_CPU: o->cpu_server = atoi(optarg); break;
+        case PERF_OPT_MATRIX: cmd->matrix = 1; break;
         case PERF_OPT_TRANSPORTS:
-            if (perf_parse_list(optarg, &o)) {
+            if (perf_parse_list(optarg, o)) {
                 snprintf(names, sizeof(names), "1 to %d transports, "
                          "comma-separated (posix,tcp; atomicx+tcp)",
                          PERF_MAX_TRANSPORTS);
                 perf_bad_value("transport list", optarg, names);
-                return 2;
+                return PERF_EXIT_USAGE;
             }
             break;
         case PERF_OPT_STRATEGY:
-            if (perf_parse_strategies(optarg, &o)) {
-                return 2;
+            if (perf_parse_strategies(optarg, o)) {
+                return PERF_EXIT_USAGE;
             }
             break;
-        case PERF_OPT_SCALE: scale = 1; break;
+        case PERF_OPT_SCALE: cmd->scale = 1; break;
         case PERF_OPT_INITIATORS:
-            if (perf_parse_initiators(optarg, &o)) {
-                return 2;
+            if (perf_parse_initiators(optarg, o)) {
+                return PERF_EXIT_USAGE;
             }
             break;
         case PERF_OPT_ELEMENTS:
-            o.scale_same     = !strcasecmp(optarg, "same") ||
+            o->scale_same     = !strcasecmp(optarg, "same") ||
                                !strcasecmp(optarg, "both");
-            o.scale_disjoint = !strcasecmp(optarg, "disjoint") ||
+            o->scale_disjoint = !strcasecmp(optarg, "disjoint") ||
                                !strcasecmp(optarg, "both");
-            if (!o.scale_same && !o.scale_disjoint) {
+            if (!o->scale_same && !o->scale_disjoint) {
                 perf_bad_value("element layout", optarg,
                                "same, disjoint or both");
-                return 2;
+                return PERF_EXIT_USAGE;
             }
             break;
         case PERF_OPT_SECONDS:
@@ -607,131 +631,174 @@ int main(int argc, char **argv)
                 (seconds > 3600)) {
                 perf_bad_value("timed span", optarg,
                                "seconds from 0.01 to 3600");
-                return 2;
+                return PERF_EXIT_USAGE;
             }
-            o.scale_seconds = seconds;
+            o->scale_seconds = seconds;
             break;
-        case PERF_OPT_SCALE_INITIATOR: scale_fd = atoi(optarg); break;
-        case PERF_OPT_VERIFY: verify = 1; break;
-        case PERF_OPT_ORDERED: o.ordered = 1; break;
-        case PERF_OPT_NO_VERIFY: verify = 0; break;
+        case PERF_OPT_SCALE_INITIATOR: cmd->scale_fd = atoi(optarg); break;
+        case PERF_OPT_VERIFY: cmd->verify = 1; break;
+        case PERF_OPT_ORDERED: o->ordered = 1; break;
+        case PERF_OPT_NO_VERIFY: cmd->verify = 0; break;
         case PERF_OPT_VERIFY_COUNT:
             if (perf_parse_number("verification count", optarg, 1,
                                   FIATOMIC_MAX_COUNT_LIMIT, &num)) {
-                return 2;
+                return PERF_EXIT_USAGE;
             }
-            o.verify_count = num;
+            o->verify_count = num;
             break;
         case PERF_OPT_BASELINE:
             if (!strcasecmp(optarg, "ucp")) {
-                o.baseline_ucp = 1;
+                o->baseline_ucp = 1;
             } else if (!strcasecmp(optarg, "libfabric") ||
                        !strcasecmp(optarg, "ofi")) {
                 if (!perf_drv_ofi_available()) {
                     fprintf(stderr, PERF_NAME ": built without libfabric "
                             "(configure --with-libfabric)\n");
-                    return 2;
+                    return PERF_EXIT_USAGE;
                 }
-                o.baseline_ofi = 1;
+                o->baseline_ofi = 1;
             } else {
                 perf_bad_value("baseline", optarg, "ucp or libfabric");
-                return 2;
+                return PERF_EXIT_USAGE;
             }
             break;
-        case PERF_OPT_CSV: o.fmt = PERF_FMT_CSV; break;
+        case PERF_OPT_CSV: o->fmt = PERF_FMT_CSV; break;
         case PERF_OPT_PIN:
-            if (perf_parse_pin(optarg, &o)) {
-                return 2;
+            if (perf_parse_pin(optarg, o)) {
+                return PERF_EXIT_USAGE;
             }
             break;
-        case PERF_OPT_GOALS: goals = 1; break;
+        case PERF_OPT_GOALS: cmd->goals = 1; break;
         case PERF_OPT_GOAL:
-            if (perf_parse_goal_names(optarg, &o)) {
-                return 2;
+            if (perf_parse_goal_names(optarg, o)) {
+                return PERF_EXIT_USAGE;
             }
-            goals = 1;
+            cmd->goals = 1;
             break;
-        case PERF_OPT_PROGRESS: o.progress = 1; break;
+        case PERF_OPT_PROGRESS: o->progress = 1; break;
         case PERF_OPT_REPORT_INTERVAL:
             seconds = strtod(optarg, &end);
             if ((end == optarg) || (*end != '\0') || !(seconds >= 0) ||
                 (seconds > 86400)) {
                 perf_bad_value("report interval", optarg,
                                "seconds from 0 (none) to 86400");
-                return 2;
+                return PERF_EXIT_USAGE;
             }
             perf_measure_report_interval(seconds);
             break;
-        case 'h': usage(); return 0;
-        case 'V': version(); return 0;
+        case 'h': usage(); return PERF_EXIT_OK;
+        case 'V': version(); return PERF_EXIT_OK;
         default:
             fprintf(stderr, "Try '" PERF_NAME " --help'.\n");
-            return 2;
+            return PERF_EXIT_USAGE;
         }
     }
 
-    if (scale_fd >= 0) { /* an initiator of a scaling run */
-        return perf_scale_initiator_main(scale_fd);
-    }
-    if (serve_fd >= 0) { /* the target of a loopback run */
-        perf_pin(o.cpu_server);
-        return perf_server_run(serve_fd);
-    }
+    return PERF_GO_ON;
+}
 
+/* Step 2: what the options ask for together, and the HOST argument.
+ * PERF_GO_ON, or the exit status of a refused combination. */
+static int perf_check_args(int argc, char **argv, perf_opts_t *o,
+                           const perf_cmd_t *cmd)
+{
     if (optind + 1 < argc) {
         fprintf(stderr, PERF_NAME ": unexpected argument '%s' (one HOST at "
                 "most)\nTry '" PERF_NAME " --help'.\n", argv[optind + 1]);
-        return 2;
+        return PERF_EXIT_USAGE;
     }
     /* the window's elements must fit the target's region (perftest_slots.c) */
-    if (perf_slot_stride(&o.params) * o.params.window > PERF_REGION_SIZE / 2) {
+    if (perf_slot_stride(&o->params) * o->params.window >
+        PERF_REGION_SIZE / 2) {
         fprintf(stderr, PERF_NAME ": window %u x count %zu of %s (%zu bytes "
                 "each) needs more than the %u MiB of target memory the test "
-                "uses; lower -W or -c\n", o.params.window, o.params.count,
-                fiatomic_ref_datatype_name(o.params.cell.datatype),
-                fiatomic_ref_datatype_size(o.params.cell.datatype),
+                "uses; lower -W or -c\n", o->params.window,
+                o->params.count,
+                fiatomic_ref_datatype_name(o->params.cell.datatype),
+                fiatomic_ref_datatype_size(o->params.cell.datatype),
                 PERF_REGION_SIZE / 2 / (1u << 20));
-        return 2;
+        return PERF_EXIT_USAGE;
     }
     if (optind < argc) {
-        o.host = argv[optind];
+        o->host = argv[optind];
     }
-    if ((o.num_scale_strategies > 1) && !scale) {
+    if ((o->num_scale_strategies > 1) && !cmd->scale) {
         fprintf(stderr, PERF_NAME ": a list of strategies is for --scale "
                 "(one per initiator)\nTry '" PERF_NAME " --help'.\n");
-        return 2;
+        return PERF_EXIT_USAGE;
     }
-    if (scale && (o.params.window > PERF_SCALE_MAX_WINDOW)) {
+    if (cmd->scale && (o->params.window > PERF_SCALE_MAX_WINDOW)) {
         fprintf(stderr, PERF_NAME ": invalid window '%u' for --scale: "
-                "expected 1 to %d\n", o.params.window,
+                "expected 1 to %d\n", o->params.window,
                 PERF_SCALE_MAX_WINDOW);
-        return 2;
+        return PERF_EXIT_USAGE;
     }
-    if (scale && (goals || matrix)) {
+    if (cmd->scale && (cmd->goals || cmd->matrix)) {
         fprintf(stderr, PERF_NAME ": --scale, --matrix and --goals are "
                 "separate modes\nTry '" PERF_NAME " --help'.\n");
-        return 2;
+        return PERF_EXIT_USAGE;
     }
-    if (o.strategy != NULL) {
-        setenv("FIATOMIC_STRATEGY", o.strategy, 1);
+    return PERF_GO_ON;
+}
+
+/* Steps 3 and 4: set up this process (the strategy the library reads,
+ * the CPU, the clock) and run the mode asked for, which reports its
+ * results as it measures them (perftest_report.c). The exit status. */
+static int perf_run(perf_opts_t *o, const perf_cmd_t *cmd)
+{
+    int ret;
+
+    if (o->strategy != NULL) {
+        setenv("FIATOMIC_STRATEGY", o->strategy, 1);
     }
 
-    if (server) {
-        return perf_server_listen(o.port);
+    if (cmd->server) {
+        return perf_server_listen(o->port);
     }
 
-    perf_pin(o.cpu_client);
+    perf_pin(o->cpu_client);
     perf_time_init();
-    o.verify = (verify >= 0) ? verify : matrix;
+    o->verify = (cmd->verify >= 0) ? cmd->verify : cmd->matrix;
 
-    if (scale) {
-        ret = perf_scale_run(&o);
-    } else if (goals) {
-        ret = perf_goals_run(&o);
-    } else if (matrix) {
-        ret = perf_matrix_run(&o);
+    if (cmd->scale) {
+        ret = perf_scale_run(o);
+    } else if (cmd->goals) {
+        ret = perf_goals_run(o);
+    } else if (cmd->matrix) {
+        ret = perf_matrix_run(o);
     } else {
-        ret = perf_single_run(&o);
+        ret = perf_single_run(o);
     }
     return (ret == 0) ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    perf_cmd_t cmd = {
+        .serve_fd = -1,
+        .verify   = -1,
+        .scale_fd = -1
+    };
+    perf_opts_t o;
+    int ret;
+
+    perf_opts_init(&o);
+    ret = perf_parse_args(argc, argv, &o, &cmd);
+    if (ret != PERF_GO_ON) {
+        return ret;
+    }
+
+    if (cmd.scale_fd >= 0) { /* an initiator of a scaling run */
+        return perf_scale_initiator_main(cmd.scale_fd);
+    }
+    if (cmd.serve_fd >= 0) { /* the target of a loopback run */
+        perf_pin(o.cpu_server);
+        return perf_server_run(cmd.serve_fd);
+    }
+
+    ret = perf_check_args(argc, argv, &o, &cmd);
+    if (ret != PERF_GO_ON) {
+        return ret;
+    }
+    return perf_run(&o, &cmd);
 }
