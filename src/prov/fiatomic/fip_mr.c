@@ -7,8 +7,10 @@
  *    (-FI_ENOKEY otherwise); peers address the region by offset, the
  *    registered buffer starting at the `offset` given.
  * A region with remote access is exposed through libfiatomic
- * (fiatomic_mem_expose). The domain's key table finds a region by key;
- * its size is capped (FIP_MR_MAX).
+ * (fiatomic_mem_expose) and its packed key kept for the key service
+ * (fip_key.c), which peers ask what a key names. The domain's key table
+ * finds a region by key; its size is capped (FIP_MR_MAX). Closing a region
+ * takes its key out of the table first, so later requests are refused.
  */
 #include "fip.h"
 
@@ -28,7 +30,7 @@ static size_t fip_mr_bucket(uint64_t key)
     return key % FIP_MR_BUCKETS;
 }
 
-/* with the domain's lock held */
+/* with the domain's mr_lock held */
 static fip_mr_t *fip_mr_find(fip_domain_t *domain, uint64_t key)
 {
     fip_mr_t *mr;
@@ -42,14 +44,9 @@ static fip_mr_t *fip_mr_find(fip_domain_t *domain, uint64_t key)
     return NULL;
 }
 
-fip_mr_t *fip_mr_lookup(fip_domain_t *domain, uint64_t key)
+fip_mr_t *fip_mr_lookup_locked(fip_domain_t *domain, uint64_t key)
 {
-    fip_mr_t *mr;
-
-    pthread_mutex_lock(&domain->lock);
-    mr = fip_mr_find(domain, key);
-    pthread_mutex_unlock(&domain->lock);
-    return mr;
+    return fip_mr_find(domain, key);
 }
 
 static int fip_mr_random_key(uint64_t *key_p)
@@ -74,7 +71,7 @@ static int fip_mr_insert(fip_domain_t *domain, fip_mr_t *mr,
     size_t bucket;
     int ret = 0, tries;
 
-    pthread_mutex_lock(&domain->lock);
+    pthread_mutex_lock(&domain->mr_lock);
     if (domain->mr_count >= FIP_MR_MAX) {
         ret = -FI_ENOSPC;
         goto out;
@@ -101,7 +98,7 @@ static int fip_mr_insert(fip_domain_t *domain, fip_mr_t *mr,
     domain->mr_buckets[bucket] = mr;
     ++domain->mr_count;
 out:
-    pthread_mutex_unlock(&domain->lock);
+    pthread_mutex_unlock(&domain->mr_lock);
     return ret;
 }
 
@@ -109,7 +106,7 @@ static void fip_mr_remove(fip_domain_t *domain, fip_mr_t *mr)
 {
     fip_mr_t **p;
 
-    pthread_mutex_lock(&domain->lock);
+    pthread_mutex_lock(&domain->mr_lock);
     for (p = &domain->mr_buckets[fip_mr_bucket(mr->mr_fid.key)]; *p != NULL;
          p = &(*p)->next) {
         if (*p == mr) {
@@ -118,14 +115,18 @@ static void fip_mr_remove(fip_domain_t *domain, fip_mr_t *mr)
             break;
         }
     }
-    pthread_mutex_unlock(&domain->lock);
+    pthread_mutex_unlock(&domain->mr_lock);
 }
 
 static int fip_mr_close(struct fid *fid)
 {
     fip_mr_t *mr = fip_container_of(fid, fip_mr_t, mr_fid.fid);
 
+    /* out of the key table first: the key service refuses it from now */
     fip_mr_remove(mr->domain, mr);
+    if (mr->packed != NULL) {
+        fiatomic_key_release(mr->packed);
+    }
     if (mr->mem != NULL) {
         fiatomic_mem_unexpose(mr->mem);
     }
@@ -181,6 +182,14 @@ static int fip_mr_register(fip_domain_t *domain, const void *buf, size_t len,
             ret = fiatomic_status_to_fi_errno(status);
             goto err_free;
         }
+        /* what the key service hands peers that ask for the key */
+        status = fiatomic_mem_pack_key(mr->mem, &mr->packed,
+                                       &mr->packed_len);
+        if ((status != UCS_OK) || (mr->packed_len > FIP_KEY_PACKED_MAX)) {
+            ret = (status != UCS_OK) ? fiatomic_status_to_fi_errno(status) :
+                  -FI_ENOSPC;
+            goto err_unexpose;
+        }
     }
 
     ret = fip_mr_insert(domain, mr, requested_key);
@@ -197,6 +206,9 @@ static int fip_mr_register(fip_domain_t *domain, const void *buf, size_t len,
     return 0;
 
 err_unexpose:
+    if (mr->packed != NULL) {
+        fiatomic_key_release(mr->packed);
+    }
     if (mr->mem != NULL) {
         fiatomic_mem_unexpose(mr->mem);
     }
