@@ -14,7 +14,8 @@
  * counters), fip_peer.c (connections to peer domains, made on first use),
  * fip_key.c (the key service: a peer's 64-bit key resolved at its domain),
  * fip_progress.c (the progress thread of FI_PROGRESS_AUTO), fip_atomic.c
- * (the atomic calls and their completions), fip_ep_nosys.c (the transfer
+ * (the atomic calls and their completions), fip_rma.c (RMA),
+ * fip_ep_nosys.c (the transfer
  * calls not implemented), fip_nosys.c (the answers for what the provider
  * does not implement).
  */
@@ -120,6 +121,9 @@ struct fip_mr {
     void               *packed;     /* mem's packed key, for the key
                                        service */
     size_t             packed_len;
+    ucp_mem_h          ucp_mem;     /* the region mapped for RMA */
+    void               *rkey_buf;   /* its packed UCP rkey */
+    size_t             rkey_len;
 };
 
 typedef struct fip_cntr {
@@ -208,6 +212,10 @@ typedef struct fip_op {
     void               *buf;       /* the entry's buf (results) */
     int                report;     /* an entry on success too */
     int                err;        /* FI_E* (positive) once failed */
+    /* RMA: the UCP requests still running, plus one while posting; the
+     * first failure */
+    int                pending;    /* atomic */
+    ucs_status_t       status;     /* atomic */
 } fip_op_t;
 
 typedef struct fip_cq {
@@ -254,6 +262,19 @@ typedef struct fip_ep {
 #define FIP_EP_CNTR_WRITE 3
 
 extern struct fi_ops_atomic fip_atomic_ops;
+extern struct fi_ops_rma fip_rma_ops;
+
+/** A new operation of the endpoint (counted in flight): its counter is the
+ *  FI_READ one when `reading`, else FI_WRITE; its entry flags `cq_flags`
+ *  and buf `buf`; whether a success gets an entry follows `flags` and the
+ *  queue's binding. NULL when out of memory. `extra` bytes follow it. */
+fip_op_t *fip_op_alloc(fip_ep_t *ep, int reading, void *context,
+                       uint64_t flags, uint64_t cq_flags, void *buf,
+                       size_t extra);
+/** Forget an operation that never started (not counted). */
+void fip_op_cancel(fip_op_t *op);
+/** The endpoint's peer for fi_addr (fip_av_get + fip_peer_get). */
+int fip_ep_peer(fip_ep_t *ep, fi_addr_t dest, fip_peer_t **peer_p);
 
 /** An operation's completion: count it, queue its entry (or an error
  *  entry), free it when no entry is due; status from libfiatomic. */
@@ -277,7 +298,7 @@ extern struct fi_ops_collective fip_nosys_collective_ops;
 /* ---- attributes (fip_attr.c) ------------------------------------------ */
 
 /** The capabilities the provider implements: the only ones it offers. */
-#define FIP_CAPS            (FI_ATOMIC | FI_READ | FI_WRITE | \
+#define FIP_CAPS            (FI_ATOMIC | FI_RMA | FI_READ | FI_WRITE | \
                              FI_REMOTE_READ | FI_REMOTE_WRITE)
 /** Operation flags a transmit context accepts as defaults (op_flags). */
 #define FIP_TX_OP_FLAGS     (FI_COMPLETION | FI_DELIVERY_COMPLETE | \
@@ -377,8 +398,8 @@ int fip_wait_slice(pthread_mutex_t *lock, pthread_cond_t *cond,
 /** Resolved keys cached per peer domain. */
 #define FIP_PEER_KEYS_MAX      65536
 #define FIP_PEER_KEY_BUCKETS   64
-/** Largest packed key a peer may send back. */
-#define FIP_KEY_PACKED_MAX     4096
+/** Largest key service reply data (both keys) a peer may send back. */
+#define FIP_KEY_PACKED_MAX     8192
 /** The key service's active message ids (libfiatomic's are 1008, 1009). */
 #define FIP_AM_KEY_REQ         1010
 #define FIP_AM_KEY_REP         1011
@@ -393,6 +414,8 @@ typedef struct fip_rkey {
     uint64_t           length;
     uint64_t           remote_base; /* the address the program gives for
                                        vaddr (an offset with program keys) */
+    uint64_t           access;      /* FI_REMOTE_READ, FI_REMOTE_WRITE */
+    ucp_rkey_h         ucp_rkey;    /* for RMA */
 } fip_rkey_t;
 
 struct fip_peer {
@@ -412,11 +435,14 @@ int fip_peer_get(fip_domain_t *domain, const fip_addr_t *addr,
                  fip_peer_t **peer_p);
 
 /** Resolve `key` at `peer` (cached after the first time) and translate the
- *  program's remote address `addr`: *fkey_p and *raddr_p for libfiatomic.
- *  -FI_ENOKEY for a key the peer does not know, -FI_EINVAL for an address
- *  before the region or past its end, -FI_ETIMEDOUT. */
+ *  program's remote address `addr` of `len` bytes (atomics: 1, libfiatomic
+ *  checks each element) with `access` (FI_REMOTE_READ/WRITE, 0 for
+ *  atomics): *raddr_p, and libfiatomic's key and UCP's rkey. -FI_ENOKEY for
+ *  a key the peer does not know, -FI_EINVAL for bytes outside the region,
+ *  -FI_EACCES without the access, -FI_ETIMEDOUT. */
 int fip_peer_key(fip_domain_t *domain, fip_peer_t *peer, uint64_t key,
-                 uint64_t addr, uint64_t *fkey_p, uint64_t *raddr_p);
+                 uint64_t addr, uint64_t len, uint64_t access,
+                 uint64_t *fkey_p, uint64_t *raddr_p, ucp_rkey_h *rkey_p);
 
 /** Accept a peer's connection request (the listener's handler). */
 void fip_peer_accept(fip_domain_t *domain, ucp_conn_request_h request);
@@ -427,12 +453,22 @@ void fip_peer_close_all(fip_domain_t *domain);
 /** Register the key service's handlers on the domain's worker. */
 int fip_key_service_init(fip_domain_t *domain);
 
-/** Ask `peer`'s domain for key `key`: its packed key (malloc'd, the
- *  caller frees), region and base. */
+/** What a peer's key service answered for a key. */
+typedef struct fip_key_reply {
+    void     *data;        /* fkey_len bytes of libfiatomic key, then
+                              rkey_len of UCP rkey; malloc'd */
+    size_t   fkey_len;
+    size_t   rkey_len;
+    uint64_t vaddr;
+    uint64_t length;
+    uint64_t remote_base;
+    uint64_t access;       /* FI_REMOTE_READ, FI_REMOTE_WRITE */
+} fip_key_reply_t;
+
+/** Ask `peer`'s domain for key `key` (bounded): 0 and *reply, whose data
+ *  the caller frees; -FI_ENOKEY, -FI_ETIMEDOUT, -FI_EIO. */
 int fip_key_request(fip_domain_t *domain, fip_peer_t *peer, uint64_t key,
-                    void **packed_p, size_t *packed_len_p,
-                    uint64_t *vaddr_p, uint64_t *length_p,
-                    uint64_t *remote_base_p);
+                    fip_key_reply_t *reply);
 
 /** The peer of fi_addr in the endpoint's address vector. */
 int fip_av_get(fip_av_t *av, fi_addr_t fi_addr, fip_addr_t *addr);

@@ -79,27 +79,56 @@ static void fip_op_cb(void *request, ucs_status_t status, void *user_data)
     fip_op_complete(user_data, status);
 }
 
-static fip_op_t *fip_op_new(fip_ep_t *ep, fiatomic_family_t family,
-                            void *context, uint64_t flags, void *result)
+fip_op_t *fip_op_alloc(fip_ep_t *ep, int reading, void *context,
+                       uint64_t flags, uint64_t cq_flags, void *buf,
+                       size_t extra)
 {
-    int fetching = (family != FIATOMIC_FAMILY_BASE);
-    fip_op_t *op = calloc(1, sizeof(*op));
+    fip_op_t *op = calloc(1, sizeof(*op) + extra);
 
     if (op == NULL) {
         return NULL;
     }
     op->ep      = ep;
     op->cq      = ep->tx_cq;
-    op->cntr    = ep->cntrs[fetching ? FIP_EP_CNTR_READ : FIP_EP_CNTR_WRITE];
+    op->cntr    = ep->cntrs[reading ? FIP_EP_CNTR_READ : FIP_EP_CNTR_WRITE];
     op->context = context;
-    op->flags   = FI_ATOMIC | (fetching ? FI_READ : FI_WRITE);
-    op->buf     = result;
+    op->flags   = cq_flags;
+    op->buf     = buf;
     /* fi_cq(3): with selective completion only FI_COMPLETION reports a
      * success; an injected operation never does */
     op->report  = !(flags & FI_INJECT) &&
                   (!(ep->cq_flags & FI_SELECTIVE_COMPLETION) ||
                    (flags & FI_COMPLETION));
+    __atomic_add_fetch(&ep->inflight, 1, __ATOMIC_RELAXED);
     return op;
+}
+
+void fip_op_cancel(fip_op_t *op)
+{
+    __atomic_sub_fetch(&op->ep->inflight, 1, __ATOMIC_RELEASE);
+    free(op);
+}
+
+static fip_op_t *fip_op_new(fip_ep_t *ep, fiatomic_family_t family,
+                            void *context, uint64_t flags, void *result)
+{
+    int fetching = (family != FIATOMIC_FAMILY_BASE);
+
+    return fip_op_alloc(ep, fetching, context, flags,
+                        FI_ATOMIC | (fetching ? FI_READ : FI_WRITE), result,
+                        0);
+}
+
+int fip_ep_peer(fip_ep_t *ep, fi_addr_t dest, fip_peer_t **peer_p)
+{
+    fip_addr_t addr;
+    int ret;
+
+    ret = fip_av_get(ep->av, dest, &addr);
+    if (ret != 0) {
+        return ret;
+    }
+    return fip_peer_get(ep->domain, &addr, peer_p);
 }
 
 /* the remote side of a call: its peer, and each rma_iov translated to
@@ -108,25 +137,23 @@ static int fip_atomic_target(fip_ep_t *ep, fi_addr_t dest,
                              const struct fi_rma_ioc *rma_iov, size_t count,
                              struct fi_rma_ioc *out, fip_peer_t **peer_p)
 {
-    fip_addr_t addr;
+    ucp_rkey_h rkey;
     size_t i;
     int ret;
 
     if ((rma_iov == NULL) || (count == 0) || (count > FIP_IOV_LIMIT)) {
         return -FI_EINVAL;
     }
-    ret = fip_av_get(ep->av, dest, &addr);
-    if (ret != 0) {
-        return ret;
-    }
-    ret = fip_peer_get(ep->domain, &addr, peer_p);
+    ret = fip_ep_peer(ep, dest, peer_p);
     if (ret != 0) {
         return ret;
     }
     for (i = 0; i < count; ++i) {
         out[i].count = rma_iov[i].count;
+        /* the region's bounds per element are libfiatomic's to check */
         ret = fip_peer_key(ep->domain, *peer_p, rma_iov[i].key,
-                           rma_iov[i].addr, &out[i].key, &out[i].addr);
+                           rma_iov[i].addr, 1, 0, &out[i].key, &out[i].addr,
+                           &rkey);
         if (ret != 0) {
             return ret;
         }
@@ -200,7 +227,6 @@ static ssize_t fip_atomic_post(fip_ep_t *ep, fiatomic_family_t family,
     param.user_data = op;
     param.flags     = fflags;
 
-    __atomic_add_fetch(&ep->inflight, 1, __ATOMIC_RELAXED);
     switch (family) {
     case FIATOMIC_FAMILY_FETCH:
         sptr = fiatomic_fetch_atomicmsg_nbx(peer->fep, &fmsg, resultv,
@@ -223,8 +249,7 @@ static ssize_t fip_atomic_post(fip_ep_t *ep, fiatomic_family_t family,
     }
     if (UCS_PTR_IS_ERR(sptr)) {
         /* nothing started: reported here, never counted */
-        __atomic_sub_fetch(&ep->inflight, 1, __ATOMIC_RELEASE);
-        free(op);
+        fip_op_cancel(op);
         ret = fiatomic_status_to_fi_errno(UCS_PTR_STATUS(sptr));
         return (ret != 0) ? ret : -FI_EOTHER;
     }

@@ -6,7 +6,8 @@
  * (FI_TRANSMIT, FI_RECV) and a counter per direction flag (FI_SEND, FI_RECV,
  * FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE), before it is
  * enabled; it enables once it has an address vector (-FI_ENOAV before).
- * Its atomic calls are fip_atomic.c's; messages, RMA and the rest answer
+ * Its atomic calls are fip_atomic.c's, RMA fip_rma.c's; messages and the
+ * rest answer
  * -FI_ENOSYS (fip_ep_nosys.c) and getinfo offers none of them. An open
  * endpoint keeps its domain and what it binds from closing; closing it
  * waits (bounded) for its operations in flight.
@@ -367,7 +368,7 @@ int fip_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
     ep->ep_fid.ops            = &fip_ep_ops;
     ep->ep_fid.cm             = &fip_ep_cm_ops;
     ep->ep_fid.msg            = &fip_nosys_msg_ops;
-    ep->ep_fid.rma            = &fip_nosys_rma_ops;
+    ep->ep_fid.rma            = &fip_rma_ops;
     ep->ep_fid.tagged         = &fip_nosys_tagged_ops;
     ep->ep_fid.atomic         = &fip_atomic_ops;
     ep->ep_fid.collective     = &fip_nosys_collective_ops;

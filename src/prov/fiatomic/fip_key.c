@@ -3,8 +3,8 @@
  * On its first use with a peer, the initiator asks the peer's domain, in a
  * UCP active message, what the key names; the target looks the key up in
  * its key table (fip_mr.c) and answers with the region's libfiatomic
- * packed key, its address, length and the base the program addresses it
- * by, or with -FI_ENOKEY for a key it does not have (guessed, forged, or
+ * packed key, a UCP rkey for RMA, its address, length, remote access and
+ * the base the program addresses it by, or with -FI_ENOKEY for a key it does not have (guessed, forged, or
  * of a region closed since): such a key reaches no memory. Both sides
  * validate what they receive (exact lengths, a magic word, the reply's
  * size capped at FIP_KEY_PACKED_MAX, a reply matched to a request still
@@ -26,6 +26,8 @@ typedef struct fip_key_req_msg {
     uint64_t key;
 } fip_key_req_msg_t;
 
+/* followed by fkey_len bytes of libfiatomic key, then rkey_len bytes of
+ * UCP rkey (RMA) */
 typedef struct fip_key_rep_msg {
     uint32_t magic;
     int32_t  status;    /* 0 or -FI_E* */
@@ -33,6 +35,9 @@ typedef struct fip_key_rep_msg {
     uint64_t vaddr;
     uint64_t length;
     uint64_t remote_base;
+    uint64_t access;    /* FI_REMOTE_READ, FI_REMOTE_WRITE */
+    uint32_t fkey_len;
+    uint32_t rkey_len;
 } fip_key_rep_msg_t;
 
 /* a request waiting for its reply, on the waiter's stack */
@@ -103,8 +108,8 @@ static ucs_status_t fip_key_req_handler(void *arg, const void *header,
 
     pthread_mutex_lock(&domain->mr_lock);
     mr = fip_mr_lookup_locked(domain, req.key);
-    if ((mr != NULL) && (mr->packed != NULL)) {
-        packed_len = mr->packed_len;
+    if ((mr != NULL) && (mr->packed != NULL) && (mr->rkey_buf != NULL)) {
+        packed_len = mr->packed_len + mr->rkey_len;
     }
     rep = malloc(sizeof(*rep) + packed_len);
     if (rep != NULL) {
@@ -118,7 +123,13 @@ static ucs_status_t fip_key_req_handler(void *arg, const void *header,
             rep->vaddr       = (uint64_t)(uintptr_t)mr->addr;
             rep->length      = mr->length;
             rep->remote_base = mr->remote_base;
-            memcpy(rep + 1, mr->packed, packed_len);
+            rep->access      = mr->access & (FI_REMOTE_READ |
+                                             FI_REMOTE_WRITE);
+            rep->fkey_len    = (uint32_t)mr->packed_len;
+            rep->rkey_len    = (uint32_t)mr->rkey_len;
+            memcpy(rep + 1, mr->packed, mr->packed_len);
+            memcpy((char*)(rep + 1) + mr->packed_len, mr->rkey_buf,
+                   mr->rkey_len);
         }
     }
     pthread_mutex_unlock(&domain->mr_lock);
@@ -146,7 +157,9 @@ static ucs_status_t fip_key_rep_handler(void *arg, const void *header,
     }
     memcpy(&rep, header, sizeof(rep));
     if ((rep.magic != FIP_KEY_MAGIC) || (rep.status > 0) ||
-        ((rep.status == 0) && (length == 0)) ||
+        ((uint64_t)rep.fkey_len + rep.rkey_len != length) ||
+        ((rep.status == 0) && ((rep.fkey_len == 0) ||
+                               (rep.rkey_len == 0))) ||
         ((rep.status != 0) && (length != 0))) {
         return UCS_OK;
     }
@@ -219,9 +232,7 @@ static void fip_key_wait_remove(fip_domain_t *domain, fip_key_wait_t *wait)
 }
 
 int fip_key_request(fip_domain_t *domain, fip_peer_t *peer, uint64_t key,
-                    void **packed_p, size_t *packed_len_p,
-                    uint64_t *vaddr_p, uint64_t *length_p,
-                    uint64_t *remote_base_p)
+                    fip_key_reply_t *reply)
 {
     int64_t deadline = fip_wait_deadline(FIP_RESOLVE_TIMEOUT_MS);
     fip_key_wait_t wait = {0};
@@ -272,12 +283,14 @@ int fip_key_request(fip_domain_t *domain, fip_peer_t *peer, uint64_t key,
     /* the peer's status is one bit of information: known or not */
     ret = (wait.status == 0) ? 0 : -FI_ENOKEY;
     if (ret == 0) {
-        *packed_p      = wait.packed;
-        *packed_len_p  = wait.packed_len;
-        *vaddr_p       = wait.rep.vaddr;
-        *length_p      = wait.rep.length;
-        *remote_base_p = wait.rep.remote_base;
-        wait.packed    = NULL;
+        reply->data        = wait.packed;
+        reply->fkey_len    = wait.rep.fkey_len;
+        reply->rkey_len    = wait.rep.rkey_len;
+        reply->vaddr       = wait.rep.vaddr;
+        reply->length      = wait.rep.length;
+        reply->remote_base = wait.rep.remote_base;
+        reply->access      = wait.rep.access;
+        wait.packed        = NULL;
     }
 out:
     fip_key_wait_remove(domain, &wait);

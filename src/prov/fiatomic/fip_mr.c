@@ -7,7 +7,8 @@
  *    (-FI_ENOKEY otherwise); peers address the region by offset, the
  *    registered buffer starting at the `offset` given.
  * A region with remote access is exposed through libfiatomic
- * (fiatomic_mem_expose) and its packed key kept for the key service
+ * (fiatomic_mem_expose) and mapped with UCP for RMA (ucp_mem_map), and
+ * both packed keys kept for the key service
  * (fip_key.c), which peers ask what a key names. The domain's key table
  * finds a region by key; its size is capped (FIP_MR_MAX). Closing a region
  * takes its key out of the table first, so later requests are refused.
@@ -118,18 +119,54 @@ static void fip_mr_remove(fip_domain_t *domain, fip_mr_t *mr)
     pthread_mutex_unlock(&domain->mr_lock);
 }
 
-static int fip_mr_close(struct fid *fid)
+/* what registration took, in reverse */
+static void fip_mr_release(fip_mr_t *mr)
 {
-    fip_mr_t *mr = fip_container_of(fid, fip_mr_t, mr_fid.fid);
-
-    /* out of the key table first: the key service refuses it from now */
-    fip_mr_remove(mr->domain, mr);
+    if (mr->rkey_buf != NULL) {
+        ucp_rkey_buffer_release(mr->rkey_buf);
+    }
+    if (mr->ucp_mem != NULL) {
+        ucp_mem_unmap(mr->domain->ucp_context, mr->ucp_mem);
+    }
     if (mr->packed != NULL) {
         fiatomic_key_release(mr->packed);
     }
     if (mr->mem != NULL) {
         fiatomic_mem_unexpose(mr->mem);
     }
+}
+
+/* map the region for peers' RMA and pack its UCP rkey */
+static int fip_mr_map(fip_domain_t *domain, fip_mr_t *mr)
+{
+    ucp_mem_map_params_t params = {0};
+    ucs_status_t status;
+
+    params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
+                        UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    params.address    = mr->addr;
+    params.length     = mr->length;
+    status = ucp_mem_map(domain->ucp_context, &params, &mr->ucp_mem);
+    if (status != UCS_OK) {
+        mr->ucp_mem = NULL;
+        return fiatomic_status_to_fi_errno(status);
+    }
+    status = ucp_rkey_pack(domain->ucp_context, mr->ucp_mem, &mr->rkey_buf,
+                           &mr->rkey_len);
+    if (status != UCS_OK) {
+        mr->rkey_buf = NULL;
+        return fiatomic_status_to_fi_errno(status);
+    }
+    return 0;
+}
+
+static int fip_mr_close(struct fid *fid)
+{
+    fip_mr_t *mr = fip_container_of(fid, fip_mr_t, mr_fid.fid);
+
+    /* out of the key table first: the key service refuses it from now */
+    fip_mr_remove(mr->domain, mr);
+    fip_mr_release(mr);
     fip_domain_child_remove(mr->domain);
     free(mr);
     return 0;
@@ -190,6 +227,14 @@ static int fip_mr_register(fip_domain_t *domain, const void *buf, size_t len,
                   -FI_ENOSPC;
             goto err_unexpose;
         }
+        ret = fip_mr_map(domain, mr);
+        if ((ret == 0) &&
+            (mr->packed_len + mr->rkey_len > FIP_KEY_PACKED_MAX)) {
+            ret = -FI_ENOSPC;
+        }
+        if (ret != 0) {
+            goto err_unexpose;
+        }
     }
 
     ret = fip_mr_insert(domain, mr, requested_key);
@@ -206,12 +251,7 @@ static int fip_mr_register(fip_domain_t *domain, const void *buf, size_t len,
     return 0;
 
 err_unexpose:
-    if (mr->packed != NULL) {
-        fiatomic_key_release(mr->packed);
-    }
-    if (mr->mem != NULL) {
-        fiatomic_mem_unexpose(mr->mem);
-    }
+    fip_mr_release(mr);
 err_free:
     free(mr);
     return (ret != 0) ? ret : -FI_EOTHER;

@@ -121,6 +121,7 @@ static void fip_peer_free(fip_domain_t *domain, fip_peer_t *peer)
         while ((rkey = peer->keys[i]) != NULL) {
             peer->keys[i] = rkey->next;
             fiatomic_rkey_release(peer->fep, rkey->fkey);
+            ucp_rkey_destroy(rkey->ucp_rkey);
             free(rkey);
         }
     }
@@ -198,10 +199,9 @@ static fip_rkey_t *fip_peer_key_find(fip_peer_t *peer, uint64_t key)
 static int fip_peer_key_resolve(fip_domain_t *domain, fip_peer_t *peer,
                                 uint64_t key, fip_rkey_t **rkey_p)
 {
+    fip_key_reply_t reply = {0};
     fip_rkey_t *rkey;
     ucs_status_t status;
-    size_t packed_len;
-    void *packed;
     size_t bucket;
     int ret;
 
@@ -212,19 +212,30 @@ static int fip_peer_key_resolve(fip_domain_t *domain, fip_peer_t *peer,
     if (rkey == NULL) {
         return -FI_ENOMEM;
     }
-    ret = fip_key_request(domain, peer, key, &packed, &packed_len,
-                          &rkey->vaddr, &rkey->length, &rkey->remote_base);
+    ret = fip_key_request(domain, peer, key, &reply);
     if (ret != 0) {
         goto err_free;
     }
-    status = fiatomic_rkey_unpack(peer->fep, packed, packed_len,
+    rkey->vaddr       = reply.vaddr;
+    rkey->length      = reply.length;
+    rkey->remote_base = reply.remote_base;
+    rkey->access      = reply.access;
+    /* a reply that libfiatomic or UCP does not take names nothing */
+    status = fiatomic_rkey_unpack(peer->fep, reply.data, reply.fkey_len,
                                   &rkey->fkey);
-    free(packed);
     if (status != UCS_OK) {
-        /* a reply the peer's library does not vouch for */
         ret = -FI_ENOKEY;
-        goto err_free;
+        goto err_free_data;
     }
+    status = ucp_ep_rkey_unpack(peer->ucp_ep,
+                                (char*)reply.data + reply.fkey_len,
+                                &rkey->ucp_rkey);
+    if (status != UCS_OK) {
+        fiatomic_rkey_release(peer->fep, rkey->fkey);
+        ret = -FI_ENOKEY;
+        goto err_free_data;
+    }
+    free(reply.data);
     rkey->key         = key;
     bucket            = fip_peer_key_bucket(key);
     rkey->next        = peer->keys[bucket];
@@ -233,13 +244,16 @@ static int fip_peer_key_resolve(fip_domain_t *domain, fip_peer_t *peer,
     *rkey_p = rkey;
     return 0;
 
+err_free_data:
+    free(reply.data);
 err_free:
     free(rkey);
     return ret;
 }
 
 int fip_peer_key(fip_domain_t *domain, fip_peer_t *peer, uint64_t key,
-                 uint64_t addr, uint64_t *fkey_p, uint64_t *raddr_p)
+                 uint64_t addr, uint64_t len, uint64_t access,
+                 uint64_t *fkey_p, uint64_t *raddr_p, ucp_rkey_h *rkey_p)
 {
     fip_rkey_t *rkey;
     uint64_t offset;
@@ -251,14 +265,16 @@ int fip_peer_key(fip_domain_t *domain, fip_peer_t *peer, uint64_t key,
         ret = fip_peer_key_resolve(domain, peer, key, &rkey);
     }
     if (ret == 0) {
-        *fkey_p = rkey->fkey;
-        /* the region's own bounds are libfiatomic's to check per element;
-         * here only that the address falls inside it */
         offset = addr - rkey->remote_base;
-        if ((addr < rkey->remote_base) || (offset >= rkey->length)) {
+        if ((addr < rkey->remote_base) || (offset >= rkey->length) ||
+            (len > rkey->length - offset)) {
             ret = -FI_EINVAL;
+        } else if ((access & rkey->access) != access) {
+            ret = -FI_EACCES;
         } else {
             *raddr_p = rkey->vaddr + offset;
+            *fkey_p  = rkey->fkey;
+            *rkey_p  = rkey->ucp_rkey;
         }
     }
     pthread_mutex_unlock(&domain->peer_lock);

@@ -183,6 +183,88 @@ int peer::stop()
     return (WIFEXITED(status)) ? WEXITSTATUS(status) : 128;
 }
 
+/* ---- the two-process fixture --------------------------------------------- */
+
+std::ostream &operator<<(std::ostream &os, const peer_param &p)
+{
+    return os << p.tls << "/"
+              << ((p.progress == FI_PROGRESS_AUTO) ? "auto" : "manual")
+              << "/" << (p.prov_keys ? "prov_keys" : "program_keys");
+}
+
+const std::vector<peer_param> peer_params = {
+    {"posix,self,tcp", FI_PROGRESS_AUTO,   0},
+    {"posix,self,tcp", FI_PROGRESS_MANUAL, 1},
+    {"tcp",            FI_PROGRESS_AUTO,   1},
+    {"tcp",            FI_PROGRESS_MANUAL, 0},
+};
+
+std::string peer_param_name(const testing::TestParamInfo<peer_param> &info)
+{
+    return std::string((strcmp(info.param.tls, "tcp") == 0) ? "tcp" : "shm") +
+           ((info.param.progress == FI_PROGRESS_AUTO) ? "_auto" : "_manual") +
+           (info.param.prov_keys ? "_provkeys" : "_programkeys");
+}
+
+void peer_test::SetUp()
+{
+    const char *saved = getenv("UCX_TLS");
+    open_params p;
+
+    test_base::SetUp();
+    m_had_tls = (saved != NULL);
+    if (m_had_tls) {
+        m_saved_tls = saved;
+    }
+    setenv("UCX_TLS", GetParam().tls, 1);
+    p.progress  = GetParam().progress;
+    p.prov_keys = GetParam().prov_keys;
+    p.caps      = FI_ATOMIC | FI_RMA;
+    p.cq_format = FI_CQ_FORMAT_DATA;
+    m_peer.start(p);
+    ASSERT_FALSE(HasFatalFailure());
+    ASSERT_EQ(0, m_o.open_domain(p));
+    ASSERT_EQ(0, m_o.open_ep());
+    ASSERT_EQ(1, fi_av_insert(m_o.av, m_peer.addr.data(), 1, &m_dest, 0,
+                              NULL));
+}
+
+void peer_test::TearDown()
+{
+    m_o.close();
+    EXPECT_EQ(0, m_peer.stop()) << "the peer's exit status";
+    if (m_had_tls) {
+        setenv("UCX_TLS", m_saved_tls.c_str(), 1);
+    } else {
+        unsetenv("UCX_TLS");
+    }
+    test_base::TearDown();
+}
+
+void peer_test::wait_complete(uint64_t reads, uint64_t writes, uint64_t kind,
+                              std::multiset<void*> *contexts)
+{
+    struct fi_cq_data_entry e[16];
+
+    ASSERT_EQ(0, fi_cntr_wait(m_o.wcntr, writes, peer_wait_ms))
+        << "writes " << fi_cntr_read(m_o.wcntr) << "/" << writes
+        << ", errors " << fi_cntr_readerr(m_o.wcntr);
+    ASSERT_EQ(0, fi_cntr_wait(m_o.rcntr, reads, peer_wait_ms))
+        << "reads " << fi_cntr_read(m_o.rcntr) << "/" << reads
+        << ", errors " << fi_cntr_readerr(m_o.rcntr);
+    for (;;) {
+        ssize_t n = fi_cq_read(m_o.cq, e, 16);
+        if (n == -FI_EAGAIN) {
+            break;
+        }
+        ASSERT_GT(n, 0);
+        for (ssize_t i = 0; i < n; ++i) {
+            contexts->insert(e[i].op_context);
+            EXPECT_TRUE(e[i].flags & kind);
+        }
+    }
+}
+
 /* ---- the peer's side ----------------------------------------------------- */
 
 namespace {
@@ -335,7 +417,7 @@ int peer_main(int argc, char **argv)
     }
     p.progress  = (enum fi_progress)progress;
     p.prov_keys = prov_keys;
-    p.caps      = FI_ATOMIC;
+    p.caps      = FI_ATOMIC | FI_RMA;
     if ((s.o.open_domain(p) != 0) || (s.o.open_ep() != 0)) {
         return 4;
     }

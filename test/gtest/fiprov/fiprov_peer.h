@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -53,6 +55,46 @@ private:
     pid_t m_pid    = -1;
     int   m_to     = -1;
     int   m_from   = -1;
+};
+
+/** How a two-process test runs: transports, progress, key mode. */
+struct peer_param {
+    const char       *tls;
+    enum fi_progress progress;
+    int              prov_keys;
+};
+
+std::ostream &operator<<(std::ostream &os, const peer_param &p);
+
+/** The instantiations every two-process suite runs: shared memory and tcp,
+ *  each key mode and each progress mode once. */
+extern const std::vector<peer_param> peer_params;
+std::string peer_param_name(const testing::TestParamInfo<peer_param> &info);
+
+/** How long a two-process test waits for a completion. */
+static const int peer_wait_ms = 30000;
+
+/**
+ * A two-process test: UCX_TLS set, the peer started, this process's
+ * objects open (CQ in the data format, FI_READ and FI_WRITE counters) and
+ * the peer's address in the vector (m_dest).
+ */
+class peer_test : public test_base,
+                  public testing::WithParamInterface<peer_param> {
+protected:
+    void SetUp() override;
+    void TearDown() override;
+
+    /** Wait for the counters to reach their values, then take the CQ's
+     *  entries (each with the flag `kind`): their contexts. */
+    void wait_complete(uint64_t reads, uint64_t writes, uint64_t kind,
+                       std::multiset<void*> *contexts);
+
+    peer        m_peer;
+    objects     m_o;
+    fi_addr_t   m_dest    = FI_ADDR_UNSPEC;
+    bool        m_had_tls = false;
+    std::string m_saved_tls;
 };
 
 /** The peer process's main (the binary started with peer_flag). */

@@ -31,20 +31,6 @@ using namespace fiprov_test;
 
 namespace {
 
-struct atomic_param {
-    const char       *tls;
-    enum fi_progress progress;
-    int              prov_keys;
-};
-
-std::ostream &operator<<(std::ostream &os, const atomic_param &p)
-{
-    return os << p.tls << "/"
-              << ((p.progress == FI_PROGRESS_AUTO) ? "auto" : "manual")
-              << "/" << (p.prov_keys ? "prov_keys" : "program_keys");
-}
-
-const int wait_ms = 30000;
 
 /* the call forms of a family */
 enum form { FORM_PLAIN, FORM_V, FORM_MSG, FORM_INJECT, FORM_LAST };
@@ -58,77 +44,9 @@ const char *form_name(int f)
 /* elements per form of one cell */
 const size_t max_elems = 96;
 
-class atomic2p : public test_base,
-                 public testing::WithParamInterface<atomic_param> {
+class atomic2p : public peer_test {
 protected:
-    void SetUp() override
-    {
-        const char *saved = getenv("UCX_TLS");
-        open_params p;
-
-        test_base::SetUp();
-        m_had_tls = (saved != NULL);
-        if (m_had_tls) {
-            m_saved_tls = saved;
-        }
-        setenv("UCX_TLS", GetParam().tls, 1);
-        p.progress  = GetParam().progress;
-        p.prov_keys = GetParam().prov_keys;
-        p.caps      = FI_ATOMIC;
-        p.cq_format = FI_CQ_FORMAT_DATA;
-        m_peer.start(p);
-        ASSERT_FALSE(HasFatalFailure());
-        ASSERT_EQ(0, m_o.open_domain(p));
-        ASSERT_EQ(0, m_o.open_ep());
-        ASSERT_EQ(1, fi_av_insert(m_o.av, m_peer.addr.data(), 1, &m_dest, 0,
-                                  NULL));
-    }
-
-    void TearDown() override
-    {
-        m_o.close();
-        EXPECT_EQ(0, m_peer.stop()) << "the peer's exit status";
-        if (m_had_tls) {
-            setenv("UCX_TLS", m_saved_tls.c_str(), 1);
-        } else {
-            unsetenv("UCX_TLS");
-        }
-        test_base::TearDown();
-    }
-
-    /* wait for counters to reach their targets, then take the CQ's
-     * entries: their contexts */
-    void wait_complete(uint64_t reads, uint64_t writes,
-                       std::multiset<void*> *contexts)
-    {
-        struct fi_cq_data_entry e[16];
-
-        ASSERT_EQ(0, fi_cntr_wait(m_o.wcntr, writes, wait_ms))
-            << "writes " << fi_cntr_read(m_o.wcntr) << "/" << writes
-            << ", errors " << fi_cntr_readerr(m_o.wcntr);
-        ASSERT_EQ(0, fi_cntr_wait(m_o.rcntr, reads, wait_ms))
-            << "reads " << fi_cntr_read(m_o.rcntr) << "/" << reads
-            << ", errors " << fi_cntr_readerr(m_o.rcntr);
-        for (;;) {
-            ssize_t n = fi_cq_read(m_o.cq, e, 16);
-            if (n == -FI_EAGAIN) {
-                break;
-            }
-            ASSERT_GT(n, 0);
-            for (ssize_t i = 0; i < n; ++i) {
-                contexts->insert(e[i].op_context);
-                EXPECT_TRUE(e[i].flags & FI_ATOMIC);
-            }
-        }
-    }
-
     void run_cell(int family, int op, int dt);
-
-    peer             m_peer;
-    objects          m_o;
-    fi_addr_t        m_dest = FI_ADDR_UNSPEC;
-    bool             m_had_tls = false;
-    std::string      m_saved_tls;
 };
 
 int valid(struct fid_ep *ep, int family, int op, int dt, size_t *count)
@@ -286,7 +204,7 @@ void atomic2p::run_cell(int family, int op, int dt)
         }
     }
 
-    wait_complete(r0 + reads, w0 + writes, &contexts);
+    wait_complete(r0 + reads, w0 + writes, FI_ATOMIC, &contexts);
     ASSERT_FALSE(HasFatalFailure()) << where.str();
     EXPECT_EQ(expected_contexts, contexts) << where.str();
     EXPECT_EQ(0u, fi_cntr_readerr(m_o.rcntr) + fi_cntr_readerr(m_o.wcntr));
@@ -459,7 +377,7 @@ TEST_P(atomic2p, closed_region_key_is_refused)
     ASSERT_EQ(0, fi_fetch_atomic(m_o.ep, &v, 1, NULL, &res, NULL, m_dest,
                                  m_peer.base, new_key, FI_UINT64, FI_SUM,
                                  NULL));
-    ASSERT_EQ(0, fi_cntr_wait(m_o.rcntr, 1, wait_ms));
+    ASSERT_EQ(0, fi_cntr_wait(m_o.rcntr, 1, peer_wait_ms));
     EXPECT_EQ(0u, res);
     std::vector<uint8_t> after = m_peer.get(0, 8);
     uint64_t got;
@@ -487,7 +405,7 @@ TEST_P(atomic2p, contention_from_both_processes)
     }
     std::vector<uint64_t> theirs = m_peer.fetch_add(64, n);
     ASSERT_EQ(n, theirs.size()) << "the peer's fetch-adds failed";
-    ASSERT_EQ(0, fi_cntr_wait(m_o.rcntr, n, wait_ms));
+    ASSERT_EQ(0, fi_cntr_wait(m_o.rcntr, n, peer_wait_ms));
 
     std::set<uint64_t> seen(mine.begin(), mine.end());
     seen.insert(theirs.begin(), theirs.end());
@@ -530,12 +448,12 @@ TEST_P(atomic2p, selective_completion_reports_only_what_asks)
     struct fi_ioc riov = {&res, 1};
     /* without FI_COMPLETION: counted, no entry */
     ASSERT_EQ(0, fi_fetch_atomicmsg(sel, &msg, &riov, NULL, 1, 0));
-    ASSERT_EQ(0, fi_cntr_wait(m_o.rcntr, 1, wait_ms));
+    ASSERT_EQ(0, fi_cntr_wait(m_o.rcntr, 1, peer_wait_ms));
     EXPECT_EQ(-FI_EAGAIN, fi_cq_read(cq, &e, 1));
     /* with it: an entry with its context, flags and result buffer */
     ASSERT_EQ(0, fi_fetch_atomicmsg(sel, &msg, &riov, NULL, 1,
                                     FI_COMPLETION));
-    ASSERT_EQ(0, fi_cntr_wait(m_o.rcntr, 2, wait_ms));
+    ASSERT_EQ(0, fi_cntr_wait(m_o.rcntr, 2, peer_wait_ms));
     ssize_t ret = -FI_EAGAIN;
     for (int i = 0; (i < 10000) && (ret == -FI_EAGAIN); ++i) {
         ret = fi_cq_read(cq, &e, 1);
@@ -549,24 +467,7 @@ TEST_P(atomic2p, selective_completion_reports_only_what_asks)
     EXPECT_EQ(0, fi_close(&cq->fid));
 }
 
-const atomic_param params[] = {
-    {"posix,self,tcp", FI_PROGRESS_AUTO,   0},
-    {"posix,self,tcp", FI_PROGRESS_MANUAL, 1},
-    {"tcp",            FI_PROGRESS_AUTO,   1},
-    {"tcp",            FI_PROGRESS_MANUAL, 0},
-};
-
-std::string param_name(const testing::TestParamInfo<atomic_param> &info)
-{
-    std::string s = std::string(info.param.tls == std::string("tcp") ?
-                                "tcp" : "shm") +
-                    ((info.param.progress == FI_PROGRESS_AUTO) ? "_auto" :
-                                                                  "_manual") +
-                    (info.param.prov_keys ? "_provkeys" : "_programkeys");
-    return s;
-}
-
 } // namespace
 
-INSTANTIATE_TEST_SUITE_P(tls, atomic2p, testing::ValuesIn(params),
-                         param_name);
+INSTANTIATE_TEST_SUITE_P(tls, atomic2p, testing::ValuesIn(peer_params),
+                         peer_param_name);

@@ -7,7 +7,7 @@
  * that goes into an address vector and comes back unchanged, binding
  * (one address vector, a CQ per direction, a counter per direction flag,
  * nothing once enabled), enabling (-FI_ENOAV first),
- * transfer calls other than atomics answering -FI_ENOSYS, and a domain, address vector,
+ * message and tagged calls answering -FI_ENOSYS, and a domain, address vector,
  * CQ and counter that cannot close under an open endpoint.
  */
 #include "fiprov_test.h"
@@ -263,15 +263,15 @@ TEST_F(ep, bind_enable_and_busy_parents)
     m_av = NULL;
 }
 
-TEST_F(ep, transfers_other_than_atomics_not_implemented)
+TEST_F(ep, messages_not_implemented)
 {
     struct fid_ep *e = open_ep();
     uint64_t buf = 0, res = 0, cmp = 0;
 
     ASSERT_NE(nullptr, e);
-    /* atomics are implemented: before fi_enable they fail as out of
-     * state, after it, to an address the vector does not hold, as invalid
-     * (test_fiprov_atomic.cc moves data) */
+    /* atomics and RMA are implemented: before fi_enable they fail as out
+     * of state, after it, to an address the vector does not hold, as
+     * invalid (test_fiprov_atomic.cc, test_fiprov_rma.cc move data) */
     EXPECT_EQ(-FI_EOPBADSTATE, fi_atomic(e, &buf, 1, NULL, 0, 0, 0,
                                          FI_UINT64, FI_SUM, NULL));
     open_av();
@@ -286,8 +286,8 @@ TEST_F(ep, transfers_other_than_atomics_not_implemented)
                                             FI_CSWAP, NULL));
     EXPECT_EQ(-FI_ENOSYS, fi_send(e, &buf, 8, NULL, 0, NULL));
     EXPECT_EQ(-FI_ENOSYS, fi_recv(e, &buf, 8, NULL, 0, NULL));
-    EXPECT_EQ(-FI_ENOSYS, fi_read(e, &buf, 8, NULL, 0, 0, 0, NULL));
-    EXPECT_EQ(-FI_ENOSYS, fi_write(e, &buf, 8, NULL, 0, 0, 0, NULL));
+    EXPECT_EQ(-FI_EINVAL, fi_read(e, &buf, 8, NULL, 0, 0, 0, NULL));
+    EXPECT_EQ(-FI_EINVAL, fi_write(e, &buf, 8, NULL, 0, 0, 0, NULL));
     EXPECT_EQ(-FI_ENOSYS, fi_tsend(e, &buf, 8, NULL, 0, 0, NULL));
 }
 
