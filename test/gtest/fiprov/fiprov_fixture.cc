@@ -7,6 +7,39 @@
 
 namespace fiprov_test {
 
+void domain_test::open_fabric(enum fi_progress progress)
+{
+    struct fi_info *hints = hints_alloc();
+
+    ASSERT_NE(nullptr, hints);
+    hints->domain_attr->data_progress = progress;
+    ASSERT_EQ(0, fiprov_test::getinfo(hints, &m_infos, &m_head));
+    fi_freeinfo(hints);
+    ASSERT_EQ(0, fi_fabric(m_head->fabric_attr, &m_fabric, NULL));
+}
+
+void domain_test::open_domain(enum fi_progress progress)
+{
+    open_fabric(progress);
+    ASSERT_FALSE(HasFatalFailure());
+    ASSERT_EQ(0, fi_domain(m_fabric, m_head, &m_domain, NULL));
+}
+
+void domain_test::TearDown()
+{
+    if (m_domain != NULL) {
+        EXPECT_EQ(0, fi_close(&m_domain->fid));
+        m_domain = NULL;
+    }
+    if (m_fabric != NULL) {
+        EXPECT_EQ(0, fi_close(&m_fabric->fid));
+        m_fabric = NULL;
+    }
+    fi_freeinfo(m_head);
+    m_head = NULL;
+    test_base::TearDown();
+}
+
 int objects::open_domain(const open_params &p)
 {
     struct fi_info *hints = hints_alloc();

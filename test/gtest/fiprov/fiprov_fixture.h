@@ -15,6 +15,26 @@
 
 namespace fiprov_test {
 
+/**
+ * The start every single-process suite shares: fi_getinfo with the
+ * provider's hints (data progress as given), fi_fabric and, on request,
+ * fi_domain with the first offer; TearDown closes the domain and fabric
+ * after the suite's own objects (closed by the suite's TearDown first).
+ */
+class domain_test : public test_base {
+protected:
+    /** getinfo and fabric: fatal failure on error. */
+    void open_fabric(enum fi_progress progress = FI_PROGRESS_UNSPEC);
+    /** open_fabric, then fi_domain with m_head. */
+    void open_domain(enum fi_progress progress = FI_PROGRESS_UNSPEC);
+    void TearDown() override;
+
+    struct fi_info               *m_head   = NULL;
+    std::vector<struct fi_info*> m_infos;
+    struct fid_fabric            *m_fabric = NULL;
+    struct fid_domain            *m_domain = NULL;
+};
+
 /** How a fixture's domain is opened. */
 struct open_params {
     enum fi_progress progress = FI_PROGRESS_AUTO;

@@ -10,7 +10,7 @@
  * message and tagged calls answering -FI_ENOSYS, and a domain, address vector,
  * CQ and counter that cannot close under an open endpoint.
  */
-#include "fiprov_test.h"
+#include "fiprov_fixture.h"
 
 #include <rdma/fi_cm.h>
 #include <rdma/fi_eq.h>
@@ -43,19 +43,12 @@ static uint64_t get_be(const uint8_t *p, size_t n)
     return v;
 }
 
-class ep : public test_base {
+class ep : public domain_test {
 protected:
     void SetUp() override
     {
-        struct fi_info *hints;
-
         test_base::SetUp();
-        hints = hints_alloc();
-        ASSERT_NE(nullptr, hints);
-        ASSERT_EQ(0, fiprov_test::getinfo(hints, &m_infos, &m_head));
-        fi_freeinfo(hints);
-        ASSERT_EQ(0, fi_fabric(m_head->fabric_attr, &m_fabric, NULL));
-        ASSERT_EQ(0, fi_domain(m_fabric, m_head, &m_domain, NULL));
+        open_domain();
     }
 
     void TearDown() override
@@ -66,14 +59,7 @@ protected:
         if (m_av != NULL) {
             EXPECT_EQ(0, fi_close(&m_av->fid));
         }
-        if (m_domain != NULL) {
-            EXPECT_EQ(0, fi_close(&m_domain->fid));
-        }
-        if (m_fabric != NULL) {
-            EXPECT_EQ(0, fi_close(&m_fabric->fid));
-        }
-        fi_freeinfo(m_head);
-        test_base::TearDown();
+        domain_test::TearDown();
     }
 
     struct fid_ep *open_ep(struct fid_domain *dom = NULL)
@@ -124,10 +110,6 @@ protected:
         ASSERT_EQ(0, fi_av_open(m_domain, &attr, &m_av, NULL));
     }
 
-    struct fi_info              *m_head   = NULL;
-    std::vector<struct fi_info*> m_infos;
-    struct fid_fabric           *m_fabric = NULL;
-    struct fid_domain           *m_domain = NULL;
     struct fid_av               *m_av     = NULL;
     std::vector<struct fid_ep*>  m_eps;
 };
