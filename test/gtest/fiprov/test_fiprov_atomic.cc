@@ -8,7 +8,8 @@
  * and in the FI_READ/FI_WRITE counters; fi_*atomicvalid agreeing with what
  * the calls do; both processes fetch-adding one element; and bad input
  * (unknown, forged and stale keys, addresses outside the region, ops and
- * datatypes that are not cells, NULL arguments). Over UCX_TLS=posix,self,tcp
+ * datatypes that are not cells, NULL arguments); threads sharing an
+ * endpoint. Over UCX_TLS=posix,self,tcp
  * (shared memory) and UCX_TLS=tcp, with automatic and manual progress and
  * both key modes.
  */
@@ -24,6 +25,7 @@
 
 #include <algorithm>
 #include <set>
+#include <thread>
 #include <sstream>
 #include <string>
 
@@ -416,6 +418,51 @@ TEST_P(atomic2p, contention_from_both_processes)
     uint64_t total;
     memcpy(&total, after.data(), 8);
     EXPECT_EQ(2 * n, total);
+}
+
+/* FI_THREAD_SAFE: threads posting on one endpoint at once, each value
+ * fetched once (the progress thread or the waiters progressing alongside) */
+TEST_P(atomic2p, threads_share_an_endpoint)
+{
+    const int nthreads = 4;
+    const uint64_t n   = 200;
+    std::vector<std::vector<uint64_t>> got(nthreads,
+                                           std::vector<uint64_t>(n));
+    std::vector<std::thread> threads;
+    std::vector<uint8_t> zero(8, 0);
+    std::vector<int> failures(nthreads, 0);
+    uint64_t one = 1;
+
+    ASSERT_EQ(FI_THREAD_SAFE, m_o.info->domain_attr->threading);
+    m_peer.set(128, zero);
+    for (int t = 0; t < nthreads; ++t) {
+        threads.emplace_back([&, t]() {
+            for (uint64_t i = 0; i < n; ++i) {
+                ssize_t ret;
+                do {
+                    ret = fi_fetch_atomic(m_o.ep, &one, 1, NULL, &got[t][i],
+                                          NULL, m_dest, m_peer.base + 128,
+                                          m_peer.key, FI_UINT64, FI_SUM,
+                                          NULL);
+                    if (ret == -FI_EAGAIN) {
+                        (void)fi_cntr_read(m_o.rcntr);
+                    }
+                } while (ret == -FI_EAGAIN);
+                failures[t] += (ret != 0);
+            }
+        });
+    }
+    for (auto &th : threads) {
+        th.join();
+    }
+    EXPECT_EQ(std::vector<int>(nthreads, 0), failures);
+    ASSERT_EQ(0, fi_cntr_wait(m_o.rcntr, nthreads * n, peer_wait_ms));
+    std::set<uint64_t> seen;
+    for (auto &v : got) {
+        seen.insert(v.begin(), v.end());
+    }
+    EXPECT_EQ(nthreads * n, seen.size());
+    EXPECT_EQ(nthreads * n - 1, *seen.rbegin());
 }
 
 /* with FI_SELECTIVE_COMPLETION only an operation with FI_COMPLETION gets
