@@ -10,9 +10,14 @@
  * fip_cntr.c (counters), fip_mr.c (memory registration, key table),
  * fip_addr.c (the fixed-length endpoint address), fip_av.c (address
  * vectors), fip_ep.c (endpoints), fip_listen.c (the domain's listener),
- * fip_cq.c (completion queues), fip_ep_nosys.c (the transfer calls not
- * implemented), fip_nosys.c (the answers for what the provider does not
- * implement).
+ * fip_cq.c (completion queues), fip_wait.c (the bounded waits of CQs and
+ * counters), fip_peer.c (connections to peer domains, made on first use),
+ * fip_key.c (the key service: a peer's 64-bit key resolved at its domain),
+ * fip_progress.c (the progress thread of FI_PROGRESS_AUTO), fip_atomic.c
+ * (the atomic calls and their completions), fip_rma.c (RMA),
+ * fip_ep_nosys.c (the transfer
+ * calls not implemented), fip_nosys.c (the answers for what the provider
+ * does not implement).
  */
 #ifndef FIP_H_
 #define FIP_H_
@@ -60,6 +65,11 @@ typedef struct fip_fabric {
 #define FIP_MR_MAX     65536
 
 typedef struct fip_mr fip_mr_t;
+typedef struct fip_peer fip_peer_t;
+typedef struct fip_key_wait fip_key_wait_t;
+
+/* connections peers made to the domain's listener, and their cap */
+#define FIP_ACCEPT_MAX 4096
 
 typedef struct fip_domain {
     struct fid_domain  domain_fid;
@@ -75,9 +85,28 @@ typedef struct fip_domain {
     uint32_t           listen_ipv4;  /* the address it names, host order */
     uint16_t           listen_port;
     uint32_t           next_ep_id;   /* under lock */
-    fip_mr_t           *mr_buckets[FIP_MR_BUCKETS]; /* under lock */
+    fip_mr_t           *mr_buckets[FIP_MR_BUCKETS]; /* under mr_lock */
     size_t             mr_count;
+    /* the key table's own lock: the key service reads it inside UCP's
+     * progress, so it is never held across a UCP call */
+    pthread_mutex_t    mr_lock;
     pthread_mutex_t    lock;
+    /* connections this domain made, one per peer domain (fip_peer.c) */
+    fip_peer_t         *peers;       /* under peer_lock */
+    size_t             peer_count;
+    pthread_mutex_t    peer_lock;
+    /* connections peers made to this domain's listener */
+    ucp_ep_h           *accepted;    /* under conn_lock */
+    size_t             accepted_count;
+    pthread_mutex_t    conn_lock;
+    /* key requests waiting for their reply (fip_key.c) */
+    fip_key_wait_t     *key_waits;   /* under key_lock */
+    uint64_t           next_key_req;
+    pthread_mutex_t    key_lock;
+    /* FI_PROGRESS_AUTO's thread (fip_progress.c) */
+    pthread_t          progress_thread;
+    int                progress_running;
+    int                progress_stop; /* atomic */
 } fip_domain_t;
 
 struct fip_mr {
@@ -89,6 +118,12 @@ struct fip_mr {
     uint64_t           access;
     uint64_t           remote_base; /* the address peers give for addr */
     fiatomic_mem_h     mem;         /* NULL without remote access */
+    void               *packed;     /* mem's packed key, for the key
+                                       service */
+    size_t             packed_len;
+    ucp_mem_h          ucp_mem;     /* the region mapped for RMA */
+    void               *rkey_buf;   /* its packed UCP rkey */
+    size_t             rkey_len;
 };
 
 typedef struct fip_cntr {
@@ -164,6 +199,25 @@ int fip_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 /** The largest queue size a program may ask for. */
 #define FIP_CQ_MAX (1u << 20)
 
+/** One operation of an endpoint, from its post to its completion entry:
+ *  the entry is the operation's own memory, so a completion allocates
+ *  nothing. */
+typedef struct fip_op {
+    struct fip_op      *next;      /* in its queue once complete */
+    struct fip_ep      *ep;
+    struct fip_cq      *cq;        /* the entry's queue, NULL: none */
+    struct fip_cntr    *cntr;      /* counted into, NULL: none */
+    void               *context;   /* the program's op_context */
+    uint64_t           flags;      /* the entry's flags */
+    void               *buf;       /* the entry's buf (results) */
+    int                report;     /* an entry on success too */
+    int                err;        /* FI_E* (positive) once failed */
+    /* RMA: the UCP requests still running, plus one while posting; the
+     * first failure */
+    int                pending;    /* atomic */
+    ucs_status_t       status;     /* atomic */
+} fip_op_t;
+
 typedef struct fip_cq {
     struct fid_cq      cq_fid;
     fip_domain_t       *domain;
@@ -171,9 +225,15 @@ typedef struct fip_cq {
     enum fi_wait_obj   wait_obj;
     int                bound;      /* atomic: endpoint bindings */
     int                signaled;   /* under lock */
+    fip_op_t           *head, *tail;         /* completions, under lock */
+    fip_op_t           *err_head, *err_tail; /* error entries */
     pthread_mutex_t    lock;
     pthread_cond_t     cond;       /* CLOCK_MONOTONIC */
 } fip_cq_t;
+
+/** Queue a completed operation's entry (an error entry when op->err),
+ *  waking the queue's waiters; the queue frees it once read. */
+void fip_cq_push(fip_cq_t *cq, fip_op_t *op);
 
 int fip_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
                 struct fid_cq **cq_p, void *context);
@@ -192,8 +252,33 @@ typedef struct fip_ep {
     fip_cq_t           *rx_cq;     /* bound with FI_RECV */
     uint64_t           cq_flags;   /* FI_SELECTIVE_COMPLETION per bind */
     fip_cntr_t         *cntrs[FIP_EP_CNTRS];
+    uint64_t           op_flags;   /* tx_attr's op_flags at open */
     int                enabled;
+    int                inflight;   /* atomic: posted, not yet complete */
 } fip_ep_t;
+
+/** The counter index of a direction flag in fip_ep_t's cntrs. */
+#define FIP_EP_CNTR_READ  2
+#define FIP_EP_CNTR_WRITE 3
+
+extern struct fi_ops_atomic fip_atomic_ops;
+extern struct fi_ops_rma fip_rma_ops;
+
+/** A new operation of the endpoint (counted in flight): its counter is the
+ *  FI_READ one when `reading`, else FI_WRITE; its entry flags `cq_flags`
+ *  and buf `buf`; whether a success gets an entry follows `flags` and the
+ *  queue's binding. NULL when out of memory. `extra` bytes follow it. */
+fip_op_t *fip_op_alloc(fip_ep_t *ep, int reading, void *context,
+                       uint64_t flags, uint64_t cq_flags, void *buf,
+                       size_t extra);
+/** Forget an operation that never started (not counted). */
+void fip_op_cancel(fip_op_t *op);
+/** The endpoint's peer for fi_addr (fip_av_get + fip_peer_get). */
+int fip_ep_peer(fip_ep_t *ep, fi_addr_t dest, fip_peer_t **peer_p);
+
+/** An operation's completion: count it, queue its entry (or an error
+ *  entry), free it when no entry is due; status from libfiatomic. */
+void fip_op_complete(fip_op_t *op, ucs_status_t status);
 
 int fip_ep_open(struct fid_domain *domain, struct fi_info *info,
                 struct fid_ep **ep_p, void *context);
@@ -213,11 +298,20 @@ extern struct fi_ops_collective fip_nosys_collective_ops;
 /* ---- attributes (fip_attr.c) ------------------------------------------ */
 
 /** The capabilities the provider implements: the only ones it offers. */
-#define FIP_CAPS            0ULL
+#define FIP_CAPS            (FI_ATOMIC | FI_RMA | FI_READ | FI_WRITE | \
+                             FI_REMOTE_READ | FI_REMOTE_WRITE)
 /** Operation flags a transmit context accepts as defaults (op_flags). */
-#define FIP_TX_OP_FLAGS     0ULL
-/** Orderings the provider guarantees (msg_order). */
-#define FIP_MSG_ORDER       0ULL
+#define FIP_TX_OP_FLAGS     (FI_COMPLETION | FI_DELIVERY_COMPLETE | \
+                             FI_TRANSMIT_COMPLETE | FI_INJECT_COMPLETE)
+/** Orderings the provider guarantees (msg_order): every peer's operations
+ *  go through one libfiatomic endpoint created with these orderings. */
+#define FIP_MSG_ORDER       (FI_ORDER_ATOMIC_RAR | FI_ORDER_ATOMIC_RAW | \
+                             FI_ORDER_ATOMIC_WAR | FI_ORDER_ATOMIC_WAW)
+/** iov and rma_iov entries one call takes (tx_attr's limits). */
+#define FIP_IOV_LIMIT       4
+/** Bytes FI_INJECT takes (tx_attr's inject_size): one 32-byte element and
+ *  more. */
+#define FIP_INJECT_SIZE     64
 /** The two memory registration modes: program-chosen keys with offset
  *  addressing (0), and provider keys on virtual addresses of allocated
  *  memory. */
@@ -272,11 +366,119 @@ int fip_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 
 extern struct fi_ops_mr fip_mr_ops;
 
-/** The domain's region of key `key`, NULL if none. */
-fip_mr_t *fip_mr_lookup(fip_domain_t *domain, uint64_t key);
+/** The domain's region of key `key`, NULL if none; under mr_lock. */
+fip_mr_t *fip_mr_lookup_locked(fip_domain_t *domain, uint64_t key);
 
 /** Count one completed operation, as a success or an error. */
 void fip_cntr_inc(fip_cntr_t *cntr, int error);
+
+/* ---- bounded waits (fip_wait.c) ---------------------------------------- */
+
+/** Sleep slice of a wait between two looks at what it waits for. */
+#define FIP_WAIT_SLICE_NS 1000000L
+
+int64_t fip_now_ns(void);
+
+/** The deadline of a wait of timeout_ms (negative: none). */
+int64_t fip_wait_deadline(int timeout_ms);
+
+/**
+ * One slice of a bounded wait on `cond` under `lock` (held by the caller):
+ * sleeps until woken, the slice ends or the deadline passes. Returns
+ * -FI_ETIMEDOUT once the deadline has passed, else 0 (look again).
+ */
+int fip_wait_slice(pthread_mutex_t *lock, pthread_cond_t *cond,
+                   int64_t deadline);
+
+/* ---- peers and keys (fip_peer.c, fip_key.c) ---------------------------- */
+
+/** How long a connection or key resolution may take before the call that
+ *  needs it fails with -FI_ETIMEDOUT. */
+#define FIP_RESOLVE_TIMEOUT_MS 30000
+/** Resolved keys cached per peer domain. */
+#define FIP_PEER_KEYS_MAX      65536
+#define FIP_PEER_KEY_BUCKETS   64
+/** Largest key service reply data (both keys) a peer may send back. */
+#define FIP_KEY_PACKED_MAX     8192
+/** The key service's active message ids (libfiatomic's are 1008, 1009). */
+#define FIP_AM_KEY_REQ         1010
+#define FIP_AM_KEY_REP         1011
+
+/** A peer's key resolved: what libfiatomic takes, and where the remote
+ *  addresses the program gives fall. */
+typedef struct fip_rkey {
+    struct fip_rkey    *next;
+    uint64_t           key;         /* the program's 64-bit key */
+    uint64_t           fkey;        /* libfiatomic's, for this peer */
+    uint64_t           vaddr;       /* the region at the peer */
+    uint64_t           length;
+    uint64_t           remote_base; /* the address the program gives for
+                                       vaddr (an offset with program keys) */
+    uint64_t           access;      /* FI_REMOTE_READ, FI_REMOTE_WRITE */
+    ucp_rkey_h         ucp_rkey;    /* for RMA */
+} fip_rkey_t;
+
+struct fip_peer {
+    fip_peer_t         *next;
+    uint32_t           ipv4;
+    uint16_t           port;
+    ucp_ep_h           ucp_ep;
+    fiatomic_ep_h      fep;
+    int                failed;      /* atomic: UCP reported the peer dead */
+    fip_rkey_t         *keys[FIP_PEER_KEY_BUCKETS]; /* under peer_lock */
+    size_t             key_count;
+};
+
+/** The connection to the domain `addr` names, made on first use: 0, or
+ *  -FI_E*. */
+int fip_peer_get(fip_domain_t *domain, const fip_addr_t *addr,
+                 fip_peer_t **peer_p);
+
+/** Resolve `key` at `peer` (cached after the first time) and translate the
+ *  program's remote address `addr` of `len` bytes (atomics: 1, libfiatomic
+ *  checks each element) with `access` (FI_REMOTE_READ/WRITE, 0 for
+ *  atomics): *raddr_p, and libfiatomic's key and UCP's rkey. -FI_ENOKEY for
+ *  a key the peer does not know, -FI_EINVAL for bytes outside the region,
+ *  -FI_EACCES without the access, -FI_ETIMEDOUT. */
+int fip_peer_key(fip_domain_t *domain, fip_peer_t *peer, uint64_t key,
+                 uint64_t addr, uint64_t len, uint64_t access,
+                 uint64_t *fkey_p, uint64_t *raddr_p, ucp_rkey_h *rkey_p);
+
+/** Accept a peer's connection request (the listener's handler). */
+void fip_peer_accept(fip_domain_t *domain, ucp_conn_request_h request);
+
+/** Close every connection (domain close, progress stopped). */
+void fip_peer_close_all(fip_domain_t *domain);
+
+/** Register the key service's handlers on the domain's worker. */
+int fip_key_service_init(fip_domain_t *domain);
+
+/** What a peer's key service answered for a key. */
+typedef struct fip_key_reply {
+    void     *data;        /* fkey_len bytes of libfiatomic key, then
+                              rkey_len of UCP rkey; malloc'd */
+    size_t   fkey_len;
+    size_t   rkey_len;
+    uint64_t vaddr;
+    uint64_t length;
+    uint64_t remote_base;
+    uint64_t access;       /* FI_REMOTE_READ, FI_REMOTE_WRITE */
+} fip_key_reply_t;
+
+/** Ask `peer`'s domain for key `key` (bounded): 0 and *reply, whose data
+ *  the caller frees; -FI_ENOKEY, -FI_ETIMEDOUT, -FI_EIO. */
+int fip_key_request(fip_domain_t *domain, fip_peer_t *peer, uint64_t key,
+                    fip_key_reply_t *reply);
+
+/** The peer of fi_addr in the endpoint's address vector. */
+int fip_av_get(fip_av_t *av, fi_addr_t fi_addr, fip_addr_t *addr);
+
+/* ---- progress (fip_progress.c) ----------------------------------------- */
+
+/** Start the domain's progress thread (FI_PROGRESS_AUTO). */
+int fip_progress_start(fip_domain_t *domain);
+/** Stop it and wait for it (bounded by one progress round and a sleep). */
+void fip_progress_stop(fip_domain_t *domain);
 
 /* fip_nosys.c: what the provider does not implement */
 int fip_nosys_bind(struct fid *fid, struct fid *bfid, uint64_t flags);

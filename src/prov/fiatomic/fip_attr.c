@@ -20,10 +20,10 @@ void fip_attr_fill(struct fi_info *info, uint64_t mr_mode)
     info->tx_attr->op_flags      = FIP_TX_OP_FLAGS;
     info->tx_attr->msg_order     = FIP_MSG_ORDER;
     info->tx_attr->comp_order    = FI_ORDER_NONE;
-    info->tx_attr->inject_size   = 0;
+    info->tx_attr->inject_size   = FIP_INJECT_SIZE;
     info->tx_attr->size          = FIATOMIC_MAX_INFLIGHT_DEFAULT;
-    info->tx_attr->iov_limit     = 1;
-    info->tx_attr->rma_iov_limit = 1;
+    info->tx_attr->iov_limit     = FIP_IOV_LIMIT;
+    info->tx_attr->rma_iov_limit = FIP_IOV_LIMIT;
 
     info->rx_attr->caps          = FIP_CAPS;
     info->rx_attr->mode          = 0;
@@ -35,7 +35,9 @@ void fip_attr_fill(struct fi_info *info, uint64_t mr_mode)
 
     info->ep_attr->type          = FI_EP_RDM;
     info->ep_attr->protocol      = FI_PROTO_UNSPEC;
-    info->ep_attr->max_msg_size  = 0;
+    /* the largest atomic call in bytes: libfiatomic's elements per call
+     * of the widest datatype */
+    info->ep_attr->max_msg_size  = (size_t)FIATOMIC_MAX_COUNT_DEFAULT * 32;
     info->ep_attr->tx_ctx_cnt    = 1;
     info->ep_attr->rx_ctx_cnt    = 1;
 

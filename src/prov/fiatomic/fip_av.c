@@ -29,6 +29,25 @@ static fip_av_entry_t *fip_av_entry(fip_av_t *av, fi_addr_t fi_addr)
     return &av->entries[fi_addr];
 }
 
+int fip_av_get(fip_av_t *av, fi_addr_t fi_addr, fip_addr_t *addr)
+{
+    fip_av_entry_t *entry;
+    int ret = 0;
+
+    if (av == NULL) {
+        return -FI_ENOAV;
+    }
+    pthread_mutex_lock(&av->lock);
+    entry = fip_av_entry(av, fi_addr);
+    if (entry == NULL) {
+        ret = -FI_EINVAL;
+    } else {
+        *addr = entry->addr;
+    }
+    pthread_mutex_unlock(&av->lock);
+    return ret;
+}
+
 /* room for one more entry; under av->lock */
 static int fip_av_reserve(fip_av_t *av)
 {

@@ -12,15 +12,13 @@
 
 #include <errno.h>
 #include <stdlib.h>
-#include <time.h>
-
-/* longest sleep of a waiter between two looks at the counter */
-#define FIP_CNTR_WAIT_SLICE_NS 1000000L
 
 static uint64_t fip_cntr_read(struct fid_cntr *cntr_fid)
 {
     fip_cntr_t *cntr = fip_container_of(cntr_fid, fip_cntr_t, cntr_fid);
 
+    /* under manual progress reading is how the program drives it */
+    fip_domain_progress(cntr->domain);
     return __atomic_load_n(&cntr->value, __ATOMIC_ACQUIRE);
 }
 
@@ -81,23 +79,13 @@ static int fip_cntr_seterr(struct fid_cntr *cntr_fid, uint64_t value)
     return 0;
 }
 
-static int64_t fip_now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000L + ts.tv_nsec;
-}
-
 static int fip_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
                          int timeout_ms)
 {
     fip_cntr_t *cntr  = fip_container_of(cntr_fid, fip_cntr_t, cntr_fid);
     uint64_t errors   = fip_cntr_readerr(cntr_fid);
-    int64_t deadline  = (timeout_ms < 0) ? INT64_MAX :
-                        fip_now_ns() + (int64_t)timeout_ms * 1000000L;
-    int64_t now, sleep_ns;
-    struct timespec ts;
+    int64_t deadline  = fip_wait_deadline(timeout_ms);
+    int ret           = 0;
 
     for (;;) {
         fip_domain_progress(cntr->domain);
@@ -107,24 +95,15 @@ static int fip_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
         if (fip_cntr_read(cntr_fid) >= threshold) {
             return 0;
         }
-        now = fip_now_ns();
-        if (now >= deadline) {
-            return -FI_ETIMEDOUT;
+        if (ret != 0) {
+            return ret;
         }
-
-        sleep_ns = deadline - now;
-        if (sleep_ns > FIP_CNTR_WAIT_SLICE_NS) {
-            sleep_ns = FIP_CNTR_WAIT_SLICE_NS;
-        }
-        now += sleep_ns;
-        ts.tv_sec  = now / 1000000000L;
-        ts.tv_nsec = now % 1000000000L;
         pthread_mutex_lock(&cntr->lock);
         /* an update between the looks above and here has broadcast
          * already: look again under the lock before sleeping */
         if ((__atomic_load_n(&cntr->value, __ATOMIC_ACQUIRE) < threshold) &&
             (__atomic_load_n(&cntr->errors, __ATOMIC_ACQUIRE) == errors)) {
-            (void)pthread_cond_timedwait(&cntr->cond, &cntr->lock, &ts);
+            ret = fip_wait_slice(&cntr->lock, &cntr->cond, deadline);
         }
         pthread_mutex_unlock(&cntr->lock);
     }

@@ -1,44 +1,111 @@
 /**
- * Completion queues (fi_cq(3)), their waiting side: opening with the
- * context, msg and data formats, reads that find the queue empty
- * (-FI_EAGAIN), fi_cq_sread bounded by its timeout in short slices
- * (progressing the domain under manual progress) and cut short by
- * fi_cq_signal (-FI_ECANCELED), and binding to endpoints. No call of the
- * provider completes anything yet (endpoints transfer nothing), so the
- * queue holds no entries: the entry store comes with the first transfer.
+ * Completion queues (fi_cq(3)): the entries of the operations that
+ * completed (the operation's own memory, fip_op_t, queued by fip_cq_push
+ * and freed when read), in the context, msg and data formats, and error
+ * entries read with fi_cq_readerr; a read with an error entry waiting
+ * answers -FI_EAVAIL. fi_cq_sread waits bounded by its timeout
+ * (fip_wait.c, progressing the domain under manual progress) and is cut
+ * short by fi_cq_signal (-FI_ECANCELED).
  */
 #include "fip.h"
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
-
-/* longest sleep of fi_cq_sread between two looks at the queue */
-#define FIP_CQ_WAIT_SLICE_NS 1000000L
+#include <string.h>
 
 static fip_cq_t *fip_cq_of(struct fid_cq *cq_fid)
 {
     return fip_container_of(cq_fid, fip_cq_t, cq_fid);
 }
 
-static int64_t fip_cq_now_ns(void)
+void fip_cq_push(fip_cq_t *cq, fip_op_t *op)
 {
-    struct timespec ts;
+    fip_op_t **head = op->err ? &cq->err_head : &cq->head;
+    fip_op_t **tail = op->err ? &cq->err_tail : &cq->tail;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000L + ts.tv_nsec;
+    op->next = NULL;
+    pthread_mutex_lock(&cq->lock);
+    if (*tail == NULL) {
+        *head = op;
+    } else {
+        (*tail)->next = op;
+    }
+    *tail = op;
+    pthread_cond_broadcast(&cq->cond);
+    pthread_mutex_unlock(&cq->lock);
+}
+
+/* one entry in the queue's format at `dst` */
+static void fip_cq_fill(const fip_cq_t *cq, const fip_op_t *op, void *dst)
+{
+    struct fi_cq_data_entry *data = dst;
+    struct fi_cq_msg_entry *msg   = dst;
+    struct fi_cq_entry *ctx       = dst;
+
+    switch (cq->format) {
+    case FI_CQ_FORMAT_DATA:
+        memset(data, 0, sizeof(*data));
+        data->op_context = op->context;
+        data->flags      = op->flags;
+        data->buf        = op->buf;
+        break;
+    case FI_CQ_FORMAT_MSG:
+        memset(msg, 0, sizeof(*msg));
+        msg->op_context = op->context;
+        msg->flags      = op->flags;
+        break;
+    default:
+        ctx->op_context = op->context;
+        break;
+    }
+}
+
+static size_t fip_cq_entry_size(const fip_cq_t *cq)
+{
+    switch (cq->format) {
+    case FI_CQ_FORMAT_DATA:
+        return sizeof(struct fi_cq_data_entry);
+    case FI_CQ_FORMAT_MSG:
+        return sizeof(struct fi_cq_msg_entry);
+    default:
+        return sizeof(struct fi_cq_entry);
+    }
 }
 
 static ssize_t fip_cq_readfrom(struct fid_cq *cq_fid, void *buf,
                                size_t count, fi_addr_t *src_addr)
 {
     fip_cq_t *cq = fip_cq_of(cq_fid);
+    size_t size  = fip_cq_entry_size(cq);
+    fip_op_t *op;
+    ssize_t n = 0;
 
     if ((buf == NULL) && (count > 0)) {
         return -FI_EINVAL;
     }
     fip_domain_progress(cq->domain);
-    return -FI_EAGAIN;
+
+    pthread_mutex_lock(&cq->lock);
+    if (cq->err_head != NULL) {
+        pthread_mutex_unlock(&cq->lock);
+        return -FI_EAVAIL;
+    }
+    while ((n < (ssize_t)count) && (cq->head != NULL)) {
+        op       = cq->head;
+        cq->head = op->next;
+        if (cq->head == NULL) {
+            cq->tail = NULL;
+        }
+        fip_cq_fill(cq, op, (char*)buf + (size_t)n * size);
+        if (src_addr != NULL) {
+            /* the provider does not report sources */
+            src_addr[n] = FI_ADDR_NOTAVAIL;
+        }
+        free(op);
+        ++n;
+    }
+    pthread_mutex_unlock(&cq->lock);
+    return (n > 0) ? n : -FI_EAGAIN;
 }
 
 static ssize_t fip_cq_read(struct fid_cq *cq_fid, void *buf, size_t count)
@@ -49,10 +116,42 @@ static ssize_t fip_cq_read(struct fid_cq *cq_fid, void *buf, size_t count)
 static ssize_t fip_cq_readerr(struct fid_cq *cq_fid,
                               struct fi_cq_err_entry *buf, uint64_t flags)
 {
+    fip_cq_t *cq = fip_cq_of(cq_fid);
+    fip_op_t *op;
+
     if (buf == NULL) {
         return -FI_EINVAL;
     }
-    return -FI_EAGAIN;
+    pthread_mutex_lock(&cq->lock);
+    op = cq->err_head;
+    if (op != NULL) {
+        cq->err_head = op->next;
+        if (cq->err_head == NULL) {
+            cq->err_tail = NULL;
+        }
+    }
+    pthread_mutex_unlock(&cq->lock);
+    if (op == NULL) {
+        return -FI_EAGAIN;
+    }
+    /* err_data and its size stay the program's (API >= 1.5): no data */
+    buf->op_context = op->context;
+    buf->flags      = op->flags;
+    buf->len        = 0;
+    buf->buf        = op->buf;
+    buf->data       = 0;
+    buf->tag        = 0;
+    buf->olen       = 0;
+    buf->err        = op->err;
+    buf->prov_errno = -op->err;
+    if (FI_VERSION_GE(cq->domain->fabric->fabric_fid.api_version,
+                      FI_VERSION(1, 5))) {
+        buf->err_data_size = 0;
+    } else {
+        buf->err_data = NULL;
+    }
+    free(op);
+    return 1;
 }
 
 static ssize_t fip_cq_sreadfrom(struct fid_cq *cq_fid, void *buf,
@@ -60,10 +159,7 @@ static ssize_t fip_cq_sreadfrom(struct fid_cq *cq_fid, void *buf,
                                 const void *cond, int timeout_ms)
 {
     fip_cq_t *cq     = fip_cq_of(cq_fid);
-    int64_t deadline = (timeout_ms < 0) ? INT64_MAX :
-                       fip_cq_now_ns() + (int64_t)timeout_ms * 1000000L;
-    int64_t now, sleep_ns;
-    struct timespec ts;
+    int64_t deadline = fip_wait_deadline(timeout_ms);
     ssize_t ret;
 
     if (cq->wait_obj == FI_WAIT_NONE) {
@@ -80,20 +176,13 @@ static ssize_t fip_cq_sreadfrom(struct fid_cq *cq_fid, void *buf,
             pthread_mutex_unlock(&cq->lock);
             return -FI_ECANCELED;
         }
-        now = fip_cq_now_ns();
-        if (now >= deadline) {
-            pthread_mutex_unlock(&cq->lock);
+        if ((cq->head == NULL) && (cq->err_head == NULL)) {
+            ret = fip_wait_slice(&cq->lock, &cq->cond, deadline);
+        }
+        pthread_mutex_unlock(&cq->lock);
+        if (ret == -FI_ETIMEDOUT) {
             return -FI_EAGAIN;
         }
-        sleep_ns = deadline - now;
-        if (sleep_ns > FIP_CQ_WAIT_SLICE_NS) {
-            sleep_ns = FIP_CQ_WAIT_SLICE_NS;
-        }
-        now       += sleep_ns;
-        ts.tv_sec  = now / 1000000000L;
-        ts.tv_nsec = now % 1000000000L;
-        (void)pthread_cond_timedwait(&cq->cond, &cq->lock, &ts);
-        pthread_mutex_unlock(&cq->lock);
     }
 }
 
@@ -131,8 +220,19 @@ static int fip_cq_close(struct fid *fid)
 {
     fip_cq_t *cq = fip_container_of(fid, fip_cq_t, cq_fid.fid);
 
+    fip_op_t *op;
+
     if (__atomic_load_n(&cq->bound, __ATOMIC_ACQUIRE) != 0) {
         return -FI_EBUSY;
+    }
+    /* entries never read */
+    while ((op = cq->head) != NULL) {
+        cq->head = op->next;
+        free(op);
+    }
+    while ((op = cq->err_head) != NULL) {
+        cq->err_head = op->next;
+        free(op);
     }
     fip_domain_child_remove(cq->domain);
     pthread_cond_destroy(&cq->cond);

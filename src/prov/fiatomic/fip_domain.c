@@ -1,6 +1,9 @@
 /**
  * The domain object: one UCP context, one UCP worker and one libfiatomic
- * context, in the threading mode the info asks for. It answers
+ * context, in the threading mode the info asks for (a multi-threaded
+ * worker under automatic progress, whose thread it starts, fip_progress.c),
+ * the key service's handlers (fip_key.c) and the connections to peers
+ * (fip_peer.c), closed with it. It answers
  * fi_query_atomic from libfiatomic's own query on that context, so the
  * answer follows the transports UCX_TLS selects. It counts the objects
  * opened on it: closing it under them fails with -FI_EBUSY.
@@ -20,7 +23,10 @@ static int fip_ucs_errno(ucs_status_t status)
 
 static void fip_domain_release(fip_domain_t *domain)
 {
+    fip_progress_stop(domain);
+    /* no new connections while the others close */
     fip_listen_stop(domain);
+    fip_peer_close_all(domain);
     if (domain->fia != NULL) {
         fiatomic_destroy(domain->fia);
     }
@@ -30,6 +36,11 @@ static void fip_domain_release(fip_domain_t *domain)
     if (domain->ucp_context != NULL) {
         ucp_cleanup(domain->ucp_context);
     }
+    free(domain->accepted);
+    pthread_mutex_destroy(&domain->key_lock);
+    pthread_mutex_destroy(&domain->conn_lock);
+    pthread_mutex_destroy(&domain->peer_lock);
+    pthread_mutex_destroy(&domain->mr_lock);
     pthread_mutex_destroy(&domain->lock);
     free(domain);
 }
@@ -174,6 +185,7 @@ static int fip_domain_ucp_open(fip_domain_t *domain)
     ucp_params_t ucp_params           = {0};
     ucp_worker_params_t worker_params = {0};
     ucs_status_t status;
+    int ret;
 
     /* atomics, RMA, and active messages for libfiatomic's target-side
      * cells */
@@ -188,7 +200,10 @@ static int fip_domain_ucp_open(fip_domain_t *domain)
     }
 
     worker_params.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    worker_params.thread_mode = (domain->threading == FI_THREAD_SAFE) ?
+    /* the progress thread shares the worker with the program's threads */
+    worker_params.thread_mode = ((domain->threading == FI_THREAD_SAFE) ||
+                                 (domain->data_progress ==
+                                  FI_PROGRESS_AUTO)) ?
                                 UCS_THREAD_MODE_MULTI :
                                 UCS_THREAD_MODE_SINGLE;
     status = ucp_worker_create(domain->ucp_context, &worker_params,
@@ -201,6 +216,13 @@ static int fip_domain_ucp_open(fip_domain_t *domain)
                              &domain->fia);
     if (status != UCS_OK) {
         return fip_ucs_errno(status);
+    }
+    ret = fip_key_service_init(domain);
+    if (ret != 0) {
+        return ret;
+    }
+    if (domain->data_progress == FI_PROGRESS_AUTO) {
+        return fip_progress_start(domain);
     }
     return 0;
 }
@@ -227,6 +249,15 @@ int fip_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
         return -FI_ENOMEM;
     }
     pthread_mutex_init(&domain->lock, NULL);
+    pthread_mutex_init(&domain->mr_lock, NULL);
+    pthread_mutex_init(&domain->peer_lock, NULL);
+    pthread_mutex_init(&domain->conn_lock, NULL);
+    pthread_mutex_init(&domain->key_lock, NULL);
+    domain->accepted = calloc(FIP_ACCEPT_MAX, sizeof(*domain->accepted));
+    if (domain->accepted == NULL) {
+        fip_domain_release(domain);
+        return -FI_ENOMEM;
+    }
     domain->fabric        = fabric;
     domain->threading     = FI_THREAD_SAFE;
     domain->data_progress = FI_PROGRESS_AUTO;

@@ -6,12 +6,15 @@
  * (FI_TRANSMIT, FI_RECV) and a counter per direction flag (FI_SEND, FI_RECV,
  * FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE), before it is
  * enabled; it enables once it has an address vector (-FI_ENOAV before).
- * It transfers nothing yet: its transfer calls answer -FI_ENOSYS
- * (fip_ep_nosys.c), and getinfo offers no capability. An open endpoint
- * keeps its domain and what it binds from closing.
+ * Its atomic calls are fip_atomic.c's, RMA fip_rma.c's; messages and the
+ * rest answer
+ * -FI_ENOSYS (fip_ep_nosys.c) and getinfo offers none of them. An open
+ * endpoint keeps its domain and what it binds from closing; closing it
+ * waits (bounded) for its operations in flight.
  */
 #include "fip.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -21,10 +24,26 @@ static fip_ep_t *fip_ep_of_fid(struct fid *fid)
     return fip_container_of(fid, fip_ep_t, ep_fid.fid);
 }
 
+/* how long fi_close waits for the endpoint's operations in flight */
+#define FIP_EP_CLOSE_TIMEOUT_MS 10000
+
 static int fip_ep_close(struct fid *fid)
 {
-    fip_ep_t *ep = fip_ep_of_fid(fid);
+    fip_ep_t *ep     = fip_ep_of_fid(fid);
+    int64_t deadline = fip_wait_deadline(FIP_EP_CLOSE_TIMEOUT_MS);
     int i;
+
+    /* the operations in flight complete into its queues and counters */
+    while (__atomic_load_n(&ep->inflight, __ATOMIC_ACQUIRE) != 0) {
+        if (fip_now_ns() >= deadline) {
+            return -FI_EBUSY;
+        }
+        if (ep->domain->data_progress == FI_PROGRESS_MANUAL) {
+            ucp_worker_progress(ep->domain->ucp_worker);
+        } else {
+            sched_yield();
+        }
+    }
 
     if (ep->av != NULL) {
         pthread_mutex_lock(&ep->av->lock);
@@ -341,15 +360,17 @@ int fip_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
     }
 
     ep->domain                = domain;
+    ep->op_flags              = (info->tx_attr != NULL) ?
+                                info->tx_attr->op_flags : 0;
     ep->ep_fid.fid.fclass     = FI_CLASS_EP;
     ep->ep_fid.fid.context    = context;
     ep->ep_fid.fid.ops        = &fip_ep_fi_ops;
     ep->ep_fid.ops            = &fip_ep_ops;
     ep->ep_fid.cm             = &fip_ep_cm_ops;
     ep->ep_fid.msg            = &fip_nosys_msg_ops;
-    ep->ep_fid.rma            = &fip_nosys_rma_ops;
+    ep->ep_fid.rma            = &fip_rma_ops;
     ep->ep_fid.tagged         = &fip_nosys_tagged_ops;
-    ep->ep_fid.atomic         = &fip_nosys_atomic_ops;
+    ep->ep_fid.atomic         = &fip_atomic_ops;
     ep->ep_fid.collective     = &fip_nosys_collective_ops;
     fip_domain_child_add(domain);
     *ep_p = &ep->ep_fid;

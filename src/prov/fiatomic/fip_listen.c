@@ -3,8 +3,8 @@
  * (fip_addr.c). Started when the domain's first endpoint opens, on every
  * IPv4 interface with a port the system picks; the address handed out names
  * the host's first non-loopback IPv4 interface that is up (127.0.0.1 when
- * it has none). Peers are to connect with ucp_ep_create(sockaddr) on first
- * use; until the provider transfers data, a connection request is refused.
+ * it has none). Peers connect with ucp_ep_create(sockaddr) on first use
+ * (fip_peer.c), which accepts them.
  */
 #include "fip.h"
 
@@ -15,10 +15,7 @@
 
 static void fip_listen_conn(ucp_conn_request_h conn_request, void *arg)
 {
-    fip_domain_t *domain = arg;
-
-    /* no endpoint takes connections yet */
-    ucp_listener_reject(domain->ucp_listener, conn_request);
+    fip_peer_accept(arg, conn_request);
 }
 
 /* the host's first non-loopback IPv4 address that is up, in host order */

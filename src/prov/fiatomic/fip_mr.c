@@ -7,8 +7,11 @@
  *    (-FI_ENOKEY otherwise); peers address the region by offset, the
  *    registered buffer starting at the `offset` given.
  * A region with remote access is exposed through libfiatomic
- * (fiatomic_mem_expose). The domain's key table finds a region by key;
- * its size is capped (FIP_MR_MAX).
+ * (fiatomic_mem_expose) and mapped with UCP for RMA (ucp_mem_map), and
+ * both packed keys kept for the key service
+ * (fip_key.c), which peers ask what a key names. The domain's key table
+ * finds a region by key; its size is capped (FIP_MR_MAX). Closing a region
+ * takes its key out of the table first, so later requests are refused.
  */
 #include "fip.h"
 
@@ -28,7 +31,7 @@ static size_t fip_mr_bucket(uint64_t key)
     return key % FIP_MR_BUCKETS;
 }
 
-/* with the domain's lock held */
+/* with the domain's mr_lock held */
 static fip_mr_t *fip_mr_find(fip_domain_t *domain, uint64_t key)
 {
     fip_mr_t *mr;
@@ -42,14 +45,9 @@ static fip_mr_t *fip_mr_find(fip_domain_t *domain, uint64_t key)
     return NULL;
 }
 
-fip_mr_t *fip_mr_lookup(fip_domain_t *domain, uint64_t key)
+fip_mr_t *fip_mr_lookup_locked(fip_domain_t *domain, uint64_t key)
 {
-    fip_mr_t *mr;
-
-    pthread_mutex_lock(&domain->lock);
-    mr = fip_mr_find(domain, key);
-    pthread_mutex_unlock(&domain->lock);
-    return mr;
+    return fip_mr_find(domain, key);
 }
 
 static int fip_mr_random_key(uint64_t *key_p)
@@ -74,7 +72,7 @@ static int fip_mr_insert(fip_domain_t *domain, fip_mr_t *mr,
     size_t bucket;
     int ret = 0, tries;
 
-    pthread_mutex_lock(&domain->lock);
+    pthread_mutex_lock(&domain->mr_lock);
     if (domain->mr_count >= FIP_MR_MAX) {
         ret = -FI_ENOSPC;
         goto out;
@@ -101,7 +99,7 @@ static int fip_mr_insert(fip_domain_t *domain, fip_mr_t *mr,
     domain->mr_buckets[bucket] = mr;
     ++domain->mr_count;
 out:
-    pthread_mutex_unlock(&domain->lock);
+    pthread_mutex_unlock(&domain->mr_lock);
     return ret;
 }
 
@@ -109,7 +107,7 @@ static void fip_mr_remove(fip_domain_t *domain, fip_mr_t *mr)
 {
     fip_mr_t **p;
 
-    pthread_mutex_lock(&domain->lock);
+    pthread_mutex_lock(&domain->mr_lock);
     for (p = &domain->mr_buckets[fip_mr_bucket(mr->mr_fid.key)]; *p != NULL;
          p = &(*p)->next) {
         if (*p == mr) {
@@ -118,17 +116,57 @@ static void fip_mr_remove(fip_domain_t *domain, fip_mr_t *mr)
             break;
         }
     }
-    pthread_mutex_unlock(&domain->lock);
+    pthread_mutex_unlock(&domain->mr_lock);
+}
+
+/* what registration took, in reverse */
+static void fip_mr_release(fip_mr_t *mr)
+{
+    if (mr->rkey_buf != NULL) {
+        ucp_rkey_buffer_release(mr->rkey_buf);
+    }
+    if (mr->ucp_mem != NULL) {
+        ucp_mem_unmap(mr->domain->ucp_context, mr->ucp_mem);
+    }
+    if (mr->packed != NULL) {
+        fiatomic_key_release(mr->packed);
+    }
+    if (mr->mem != NULL) {
+        fiatomic_mem_unexpose(mr->mem);
+    }
+}
+
+/* map the region for peers' RMA and pack its UCP rkey */
+static int fip_mr_map(fip_domain_t *domain, fip_mr_t *mr)
+{
+    ucp_mem_map_params_t params = {0};
+    ucs_status_t status;
+
+    params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
+                        UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    params.address    = mr->addr;
+    params.length     = mr->length;
+    status = ucp_mem_map(domain->ucp_context, &params, &mr->ucp_mem);
+    if (status != UCS_OK) {
+        mr->ucp_mem = NULL;
+        return fiatomic_status_to_fi_errno(status);
+    }
+    status = ucp_rkey_pack(domain->ucp_context, mr->ucp_mem, &mr->rkey_buf,
+                           &mr->rkey_len);
+    if (status != UCS_OK) {
+        mr->rkey_buf = NULL;
+        return fiatomic_status_to_fi_errno(status);
+    }
+    return 0;
 }
 
 static int fip_mr_close(struct fid *fid)
 {
     fip_mr_t *mr = fip_container_of(fid, fip_mr_t, mr_fid.fid);
 
+    /* out of the key table first: the key service refuses it from now */
     fip_mr_remove(mr->domain, mr);
-    if (mr->mem != NULL) {
-        fiatomic_mem_unexpose(mr->mem);
-    }
+    fip_mr_release(mr);
     fip_domain_child_remove(mr->domain);
     free(mr);
     return 0;
@@ -181,6 +219,22 @@ static int fip_mr_register(fip_domain_t *domain, const void *buf, size_t len,
             ret = fiatomic_status_to_fi_errno(status);
             goto err_free;
         }
+        /* what the key service hands peers that ask for the key */
+        status = fiatomic_mem_pack_key(mr->mem, &mr->packed,
+                                       &mr->packed_len);
+        if ((status != UCS_OK) || (mr->packed_len > FIP_KEY_PACKED_MAX)) {
+            ret = (status != UCS_OK) ? fiatomic_status_to_fi_errno(status) :
+                  -FI_ENOSPC;
+            goto err_unexpose;
+        }
+        ret = fip_mr_map(domain, mr);
+        if ((ret == 0) &&
+            (mr->packed_len + mr->rkey_len > FIP_KEY_PACKED_MAX)) {
+            ret = -FI_ENOSPC;
+        }
+        if (ret != 0) {
+            goto err_unexpose;
+        }
     }
 
     ret = fip_mr_insert(domain, mr, requested_key);
@@ -197,9 +251,7 @@ static int fip_mr_register(fip_domain_t *domain, const void *buf, size_t len,
     return 0;
 
 err_unexpose:
-    if (mr->mem != NULL) {
-        fiatomic_mem_unexpose(mr->mem);
-    }
+    fip_mr_release(mr);
 err_free:
     free(mr);
     return (ret != 0) ? ret : -FI_EOTHER;

@@ -4,6 +4,7 @@
  * (FI_PROVIDER) before its first call reads the environment.
  */
 #include "fiprov_test.h"
+#include "fiprov_peer.h"
 
 #include "test_ucx_log.h"
 
@@ -57,6 +58,10 @@ int main(int argc, char **argv)
      * an explicit FI_PROVIDER_PATH (an installed provider) wins */
     setenv("FI_PROVIDER_PATH", FIP_TEST_PROVIDER_DIR, 0);
     setenv("FI_PROVIDER", "fiatomic", 1);
+    /* the second process of the two-process tests (fiprov_peer.h) */
+    if ((argc > 1) && (strcmp(argv[1], fiprov_test::peer_flag) == 0)) {
+        return fiprov_test::peer_main(argc, argv);
+    }
     testing::InitGoogleTest(&argc, argv);
     return RUN_ALL_TESTS();
 }

@@ -8,7 +8,7 @@
  * attributes the provider refuses, and a domain that cannot close under an
  * open address vector.
  */
-#include "fiprov_test.h"
+#include "fiprov_fixture.h"
 
 #include <rdma/fi_eq.h>
 
@@ -55,20 +55,13 @@ static addr_bytes nth_addr(uint32_t n)
                      0x1234567800000000ull + n);
 }
 
-class av : public test_base,
+class av : public domain_test,
            public testing::WithParamInterface<enum fi_av_type> {
 protected:
     void SetUp() override
     {
-        struct fi_info *hints;
-
         test_base::SetUp();
-        hints = hints_alloc();
-        ASSERT_NE(nullptr, hints);
-        ASSERT_EQ(0, fiprov_test::getinfo(hints, &m_infos, &m_head));
-        fi_freeinfo(hints);
-        ASSERT_EQ(0, fi_fabric(m_head->fabric_attr, &m_fabric, NULL));
-        ASSERT_EQ(0, fi_domain(m_fabric, m_head, &m_domain, NULL));
+        open_domain();
     }
 
     void TearDown() override
@@ -76,14 +69,7 @@ protected:
         if (m_av != NULL) {
             EXPECT_EQ(0, fi_close(&m_av->fid));
         }
-        if (m_domain != NULL) {
-            EXPECT_EQ(0, fi_close(&m_domain->fid));
-        }
-        if (m_fabric != NULL) {
-            EXPECT_EQ(0, fi_close(&m_fabric->fid));
-        }
-        fi_freeinfo(m_head);
-        test_base::TearDown();
+        domain_test::TearDown();
     }
 
     void open_av(size_t count = 0)
@@ -106,10 +92,6 @@ protected:
         EXPECT_EQ(want, got);
     }
 
-    struct fi_info              *m_head   = NULL;
-    std::vector<struct fi_info*> m_infos;
-    struct fid_fabric           *m_fabric = NULL;
-    struct fid_domain           *m_domain = NULL;
     struct fid_av               *m_av     = NULL;
 };
 

@@ -4,7 +4,7 @@
  * -FI_EAVAIL when errors grow), attributes the provider refuses, and a
  * domain that cannot close under an open counter.
  */
-#include "fiprov_test.h"
+#include "fiprov_fixture.h"
 
 #include <rdma/fi_eq.h>
 
@@ -22,21 +22,14 @@ static double seconds_since(test_clock::time_point start)
     return std::chrono::duration<double>(test_clock::now() - start).count();
 }
 
-class cntr : public test_base,
+class cntr : public domain_test,
              public testing::WithParamInterface<enum fi_progress> {
 protected:
     void SetUp() override
     {
-        struct fi_info *hints;
-
         test_base::SetUp();
-        hints = hints_alloc();
-        ASSERT_NE(nullptr, hints);
-        hints->domain_attr->data_progress = GetParam();
-        ASSERT_EQ(0, fiprov_test::getinfo(hints, &m_infos, &m_head));
-        fi_freeinfo(hints);
-        ASSERT_EQ(0, fi_fabric(m_head->fabric_attr, &m_fabric, NULL));
-        ASSERT_EQ(0, fi_domain(m_fabric, m_head, &m_domain, NULL));
+        open_domain(GetParam());
+        ASSERT_FALSE(HasFatalFailure());
         ASSERT_EQ(0, fi_cntr_open(m_domain, &m_attr, &m_cntr, this));
     }
 
@@ -45,20 +38,9 @@ protected:
         if (m_cntr != NULL) {
             EXPECT_EQ(0, fi_close(&m_cntr->fid));
         }
-        if (m_domain != NULL) {
-            EXPECT_EQ(0, fi_close(&m_domain->fid));
-        }
-        if (m_fabric != NULL) {
-            EXPECT_EQ(0, fi_close(&m_fabric->fid));
-        }
-        fi_freeinfo(m_head);
-        test_base::TearDown();
+        domain_test::TearDown();
     }
 
-    struct fi_info              *m_head   = NULL;
-    std::vector<struct fi_info*> m_infos;
-    struct fid_fabric           *m_fabric = NULL;
-    struct fid_domain           *m_domain = NULL;
     struct fi_cntr_attr         m_attr    = {FI_CNTR_EVENTS_COMP,
                                              FI_WAIT_UNSPEC, NULL, 0};
     struct fid_cntr             *m_cntr   = NULL;

@@ -7,7 +7,7 @@
  * (-FI_ECANCELED), attributes the provider refuses, and a domain that
  * cannot close under an open queue.
  */
-#include "fiprov_test.h"
+#include "fiprov_fixture.h"
 
 #include <rdma/fi_eq.h>
 
@@ -26,21 +26,13 @@ static double seconds_since(test_clock::time_point start)
     return std::chrono::duration<double>(test_clock::now() - start).count();
 }
 
-class cq : public test_base,
+class cq : public domain_test,
            public testing::WithParamInterface<enum fi_progress> {
 protected:
     void SetUp() override
     {
-        struct fi_info *hints;
-
         test_base::SetUp();
-        hints = hints_alloc();
-        ASSERT_NE(nullptr, hints);
-        hints->domain_attr->data_progress = GetParam();
-        ASSERT_EQ(0, fiprov_test::getinfo(hints, &m_infos, &m_head));
-        fi_freeinfo(hints);
-        ASSERT_EQ(0, fi_fabric(m_head->fabric_attr, &m_fabric, NULL));
-        ASSERT_EQ(0, fi_domain(m_fabric, m_head, &m_domain, NULL));
+        open_domain(GetParam());
     }
 
     void TearDown() override
@@ -48,20 +40,9 @@ protected:
         if (m_cq != NULL) {
             EXPECT_EQ(0, fi_close(&m_cq->fid));
         }
-        if (m_domain != NULL) {
-            EXPECT_EQ(0, fi_close(&m_domain->fid));
-        }
-        if (m_fabric != NULL) {
-            EXPECT_EQ(0, fi_close(&m_fabric->fid));
-        }
-        fi_freeinfo(m_head);
-        test_base::TearDown();
+        domain_test::TearDown();
     }
 
-    struct fi_info              *m_head   = NULL;
-    std::vector<struct fi_info*> m_infos;
-    struct fid_fabric           *m_fabric = NULL;
-    struct fid_domain           *m_domain = NULL;
     struct fid_cq               *m_cq     = NULL;
 };
 

@@ -5,7 +5,7 @@
  * against the reference model (src/ref): defined cells are answered with
  * the element size, the others are refused.
  */
-#include "fiprov_test.h"
+#include "fiprov_fixture.h"
 
 #include <fiatomic_ref.h>
 
@@ -17,32 +17,15 @@ using namespace fiprov_test;
 
 namespace {
 
-class domain : public test_base {
+class domain : public domain_test {
 protected:
     void SetUp() override
     {
-        struct fi_info *hints;
-
         test_base::SetUp();
-        hints = hints_alloc();
-        ASSERT_NE(nullptr, hints);
-        ASSERT_EQ(0, fiprov_test::getinfo(hints, &m_infos, &m_head));
-        fi_freeinfo(hints);
-        ASSERT_EQ(0, fi_fabric(m_head->fabric_attr, &m_fabric, NULL));
+        open_fabric();
     }
 
-    void TearDown() override
-    {
-        if (m_fabric != NULL) {
-            EXPECT_EQ(0, fi_close(&m_fabric->fid));
-        }
-        fi_freeinfo(m_head);
-        test_base::TearDown();
-    }
 
-    struct fi_info              *m_head   = NULL;
-    std::vector<struct fi_info*> m_infos;
-    struct fid_fabric           *m_fabric = NULL;
 };
 
 TEST_F(domain, opens_from_every_offer_and_threading)

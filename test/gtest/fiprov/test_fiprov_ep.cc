@@ -7,10 +7,10 @@
  * that goes into an address vector and comes back unchanged, binding
  * (one address vector, a CQ per direction, a counter per direction flag,
  * nothing once enabled), enabling (-FI_ENOAV first),
- * transfer calls answering -FI_ENOSYS, and a domain, address vector,
+ * message and tagged calls answering -FI_ENOSYS, and a domain, address vector,
  * CQ and counter that cannot close under an open endpoint.
  */
-#include "fiprov_test.h"
+#include "fiprov_fixture.h"
 
 #include <rdma/fi_cm.h>
 #include <rdma/fi_eq.h>
@@ -43,19 +43,12 @@ static uint64_t get_be(const uint8_t *p, size_t n)
     return v;
 }
 
-class ep : public test_base {
+class ep : public domain_test {
 protected:
     void SetUp() override
     {
-        struct fi_info *hints;
-
         test_base::SetUp();
-        hints = hints_alloc();
-        ASSERT_NE(nullptr, hints);
-        ASSERT_EQ(0, fiprov_test::getinfo(hints, &m_infos, &m_head));
-        fi_freeinfo(hints);
-        ASSERT_EQ(0, fi_fabric(m_head->fabric_attr, &m_fabric, NULL));
-        ASSERT_EQ(0, fi_domain(m_fabric, m_head, &m_domain, NULL));
+        open_domain();
     }
 
     void TearDown() override
@@ -66,14 +59,7 @@ protected:
         if (m_av != NULL) {
             EXPECT_EQ(0, fi_close(&m_av->fid));
         }
-        if (m_domain != NULL) {
-            EXPECT_EQ(0, fi_close(&m_domain->fid));
-        }
-        if (m_fabric != NULL) {
-            EXPECT_EQ(0, fi_close(&m_fabric->fid));
-        }
-        fi_freeinfo(m_head);
-        test_base::TearDown();
+        domain_test::TearDown();
     }
 
     struct fid_ep *open_ep(struct fid_domain *dom = NULL)
@@ -124,10 +110,6 @@ protected:
         ASSERT_EQ(0, fi_av_open(m_domain, &attr, &m_av, NULL));
     }
 
-    struct fi_info              *m_head   = NULL;
-    std::vector<struct fi_info*> m_infos;
-    struct fid_fabric           *m_fabric = NULL;
-    struct fid_domain           *m_domain = NULL;
     struct fid_av               *m_av     = NULL;
     std::vector<struct fid_ep*>  m_eps;
 };
@@ -263,23 +245,31 @@ TEST_F(ep, bind_enable_and_busy_parents)
     m_av = NULL;
 }
 
-TEST_F(ep, transfers_not_implemented)
+TEST_F(ep, messages_not_implemented)
 {
     struct fid_ep *e = open_ep();
     uint64_t buf = 0, res = 0, cmp = 0;
 
     ASSERT_NE(nullptr, e);
-    EXPECT_EQ(-FI_ENOSYS, fi_atomic(e, &buf, 1, NULL, 0, 0, 0, FI_UINT64,
+    /* atomics and RMA are implemented: before fi_enable they fail as out
+     * of state, after it, to an address the vector does not hold, as
+     * invalid (test_fiprov_atomic.cc, test_fiprov_rma.cc move data) */
+    EXPECT_EQ(-FI_EOPBADSTATE, fi_atomic(e, &buf, 1, NULL, 0, 0, 0,
+                                         FI_UINT64, FI_SUM, NULL));
+    open_av();
+    ASSERT_EQ(0, fi_ep_bind(e, &m_av->fid, 0));
+    ASSERT_EQ(0, fi_enable(e));
+    EXPECT_EQ(-FI_EINVAL, fi_atomic(e, &buf, 1, NULL, 0, 0, 0, FI_UINT64,
                                     FI_SUM, NULL));
-    EXPECT_EQ(-FI_ENOSYS, fi_fetch_atomic(e, &buf, 1, NULL, &res, NULL, 0,
+    EXPECT_EQ(-FI_EINVAL, fi_fetch_atomic(e, &buf, 1, NULL, &res, NULL, 0,
                                           0, 0, FI_UINT64, FI_SUM, NULL));
-    EXPECT_EQ(-FI_ENOSYS, fi_compare_atomic(e, &buf, 1, NULL, &cmp, NULL,
+    EXPECT_EQ(-FI_EINVAL, fi_compare_atomic(e, &buf, 1, NULL, &cmp, NULL,
                                             &res, NULL, 0, 0, 0, FI_UINT64,
                                             FI_CSWAP, NULL));
     EXPECT_EQ(-FI_ENOSYS, fi_send(e, &buf, 8, NULL, 0, NULL));
     EXPECT_EQ(-FI_ENOSYS, fi_recv(e, &buf, 8, NULL, 0, NULL));
-    EXPECT_EQ(-FI_ENOSYS, fi_read(e, &buf, 8, NULL, 0, 0, 0, NULL));
-    EXPECT_EQ(-FI_ENOSYS, fi_write(e, &buf, 8, NULL, 0, 0, 0, NULL));
+    EXPECT_EQ(-FI_EINVAL, fi_read(e, &buf, 8, NULL, 0, 0, 0, NULL));
+    EXPECT_EQ(-FI_EINVAL, fi_write(e, &buf, 8, NULL, 0, 0, 0, NULL));
     EXPECT_EQ(-FI_ENOSYS, fi_tsend(e, &buf, 8, NULL, 0, 0, NULL));
 }
 

@@ -180,6 +180,16 @@ TEST_F(getinfo, transfer_caps_only_with_endpoints)
     } else {
         ASSERT_EQ(0, ret);
         EXPECT_EQ(0, fi_close(&ep->fid));
+        /* atomics and RMA are implemented; messages and tags are not */
+        EXPECT_EQ((uint64_t)(FI_ATOMIC | FI_RMA),
+                  offer->caps & (FI_ATOMIC | FI_RMA));
+        EXPECT_EQ(0u, offer->caps & (FI_MSG | FI_TAGGED | FI_SEND |
+                                     FI_RECV));
+        EXPECT_EQ((uint64_t)(FI_ORDER_ATOMIC_RAR | FI_ORDER_ATOMIC_RAW |
+                             FI_ORDER_ATOMIC_WAR | FI_ORDER_ATOMIC_WAW),
+                  offer->tx_attr->msg_order);
+        EXPECT_LE(16u, offer->tx_attr->inject_size);
+        EXPECT_LT(0u, offer->ep_attr->max_msg_size);
     }
     EXPECT_EQ(0, fi_close(&domain->fid));
     EXPECT_EQ(0, fi_close(&fabric->fid));

@@ -5,7 +5,7 @@
  * reusable once closed); bad input; a domain that cannot close under an
  * open region.
  */
-#include "fiprov_test.h"
+#include "fiprov_fixture.h"
 
 #include <set>
 #include <thread>
@@ -17,23 +17,18 @@ namespace {
 
 static const uint64_t remote_rw = FI_REMOTE_READ | FI_REMOTE_WRITE;
 
-class mr : public test_base {
+class mr : public domain_test {
 protected:
     void SetUp() override
     {
-        struct fi_info *hints;
-
         test_base::SetUp();
-        hints = hints_alloc();
-        ASSERT_NE(nullptr, hints);
-        ASSERT_EQ(0, fiprov_test::getinfo(hints, &m_infos, &m_head));
-        fi_freeinfo(hints);
+        open_fabric();
+        ASSERT_FALSE(HasFatalFailure());
         /* offers: provider keys, then program keys */
         ASSERT_EQ(2u, m_infos.size());
         ASSERT_EQ(FI_MR_PROV_KEY, m_infos[0]->domain_attr->mr_mode &
                                   FI_MR_PROV_KEY);
         ASSERT_EQ(0, m_infos[1]->domain_attr->mr_mode);
-        ASSERT_EQ(0, fi_fabric(m_head->fabric_attr, &m_fabric, NULL));
     }
 
     void TearDown() override
@@ -41,11 +36,7 @@ protected:
         for (struct fid_domain *d : m_domains) {
             EXPECT_EQ(0, fi_close(&d->fid));
         }
-        if (m_fabric != NULL) {
-            EXPECT_EQ(0, fi_close(&m_fabric->fid));
-        }
-        fi_freeinfo(m_head);
-        test_base::TearDown();
+        domain_test::TearDown();
     }
 
     struct fid_domain *open_domain(bool prov_keys)
@@ -60,9 +51,6 @@ protected:
         return d;
     }
 
-    struct fi_info                  *m_head   = NULL;
-    std::vector<struct fi_info*>    m_infos;
-    struct fid_fabric               *m_fabric = NULL;
     std::vector<struct fid_domain*> m_domains;
     char                            m_buf[4][4096];
 };

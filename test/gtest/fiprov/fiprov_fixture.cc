@@ -1,0 +1,116 @@
+/**
+ * The provider tests' objects (fiprov_fixture.h).
+ */
+#include "fiprov_fixture.h"
+
+#include <string.h>
+
+namespace fiprov_test {
+
+void domain_test::open_fabric(enum fi_progress progress)
+{
+    struct fi_info *hints = hints_alloc();
+
+    ASSERT_NE(nullptr, hints);
+    hints->domain_attr->data_progress = progress;
+    ASSERT_EQ(0, fiprov_test::getinfo(hints, &m_infos, &m_head));
+    fi_freeinfo(hints);
+    ASSERT_EQ(0, fi_fabric(m_head->fabric_attr, &m_fabric, NULL));
+}
+
+void domain_test::open_domain(enum fi_progress progress)
+{
+    open_fabric(progress);
+    ASSERT_FALSE(HasFatalFailure());
+    ASSERT_EQ(0, fi_domain(m_fabric, m_head, &m_domain, NULL));
+}
+
+void domain_test::TearDown()
+{
+    if (m_domain != NULL) {
+        EXPECT_EQ(0, fi_close(&m_domain->fid));
+        m_domain = NULL;
+    }
+    if (m_fabric != NULL) {
+        EXPECT_EQ(0, fi_close(&m_fabric->fid));
+        m_fabric = NULL;
+    }
+    fi_freeinfo(m_head);
+    m_head = NULL;
+    test_base::TearDown();
+}
+
+int objects::open_domain(const open_params &p)
+{
+    struct fi_info *hints = hints_alloc();
+    int ret;
+
+    params = p;
+    if (hints == NULL) {
+        return -FI_ENOMEM;
+    }
+    hints->caps                       = p.caps;
+    hints->ep_attr->type              = FI_EP_RDM;
+    hints->domain_attr->data_progress = p.progress;
+    hints->domain_attr->mr_mode       = p.prov_keys ? (int)prov_key_mode : 0;
+    ret = fi_getinfo(api_version, NULL, NULL, 0, hints, &info);
+    fi_freeinfo(hints);
+    if (ret != 0) {
+        return ret;
+    }
+    ret = fi_fabric(info->fabric_attr, &fabric, NULL);
+    if (ret != 0) {
+        return ret;
+    }
+    return fi_domain(fabric, info, &domain, NULL);
+}
+
+int objects::open_ep()
+{
+    struct fi_av_attr av_attr     = {};
+    struct fi_cq_attr cq_attr     = {};
+    struct fi_cntr_attr cntr_attr = {};
+    int ret;
+
+    av_attr.type     = FI_AV_TABLE;
+    cq_attr.format   = params.cq_format;
+    cq_attr.wait_obj = FI_WAIT_UNSPEC;
+    cntr_attr.events = FI_CNTR_EVENTS_COMP;
+    if (((ret = fi_av_open(domain, &av_attr, &av, NULL)) != 0) ||
+        ((ret = fi_cq_open(domain, &cq_attr, &cq, NULL)) != 0) ||
+        ((ret = fi_cntr_open(domain, &cntr_attr, &rcntr, NULL)) != 0) ||
+        ((ret = fi_cntr_open(domain, &cntr_attr, &wcntr, NULL)) != 0) ||
+        ((ret = fi_endpoint(domain, info, &ep, NULL)) != 0) ||
+        ((ret = fi_ep_bind(ep, &av->fid, 0)) != 0) ||
+        ((ret = fi_ep_bind(ep, &cq->fid, params.cq_bind)) != 0) ||
+        ((ret = fi_ep_bind(ep, &rcntr->fid, FI_READ)) != 0) ||
+        ((ret = fi_ep_bind(ep, &wcntr->fid, FI_WRITE)) != 0)) {
+        return ret;
+    }
+    return fi_enable(ep);
+}
+
+void objects::close()
+{
+    struct fid *fids[] = {ep ? &ep->fid : NULL, rcntr ? &rcntr->fid : NULL,
+                          wcntr ? &wcntr->fid : NULL,
+                          cq ? &cq->fid : NULL, av ? &av->fid : NULL,
+                          domain ? &domain->fid : NULL,
+                          fabric ? &fabric->fid : NULL};
+
+    for (struct fid *f : fids) {
+        if (f != NULL) {
+            EXPECT_EQ(0, fi_close(f)) << "closing class " << f->fclass;
+        }
+    }
+    ep     = NULL;
+    rcntr  = wcntr = NULL;
+    cq     = NULL;
+    av     = NULL;
+    domain = NULL;
+    fabric = NULL;
+    fi_freeinfo(info);
+    info = NULL;
+}
+
+} // namespace fiprov_test

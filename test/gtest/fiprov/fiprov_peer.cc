@@ -1,0 +1,452 @@
+/**
+ * The provider tests' peer process (fiprov_peer.h): the test's side
+ * (start, commands, stop) and the peer's side (peer_main). Messages on the
+ * pipes: a command byte, a 64-bit length and that many bytes; replies a
+ * 64-bit length and the bytes.
+ */
+#include "fiprov_peer.h"
+
+#include <rdma/fi_atomic.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+namespace fiprov_test {
+
+namespace {
+
+/* how long either side waits for the other */
+const int pipe_timeout_ms = 60000;
+
+/* the program key and offset a program-key peer registers with */
+const uint64_t program_key    = 7;
+const uint64_t program_offset = 4096;
+
+bool io_full(int fd, void *buf, size_t len, bool write_side,
+             int timeout_ms = pipe_timeout_ms)
+{
+    char *p = (char*)buf;
+    struct pollfd pfd;
+
+    while (len > 0) {
+        pfd.fd     = fd;
+        pfd.events = write_side ? POLLOUT : POLLIN;
+        if (poll(&pfd, 1, timeout_ms) <= 0) {
+            return false;
+        }
+        ssize_t n = write_side ? write(fd, p, len) : read(fd, p, len);
+        if (n <= 0) {
+            if ((n < 0) && (errno == EINTR)) {
+                continue;
+            }
+            return false;
+        }
+        p   += n;
+        len -= (size_t)n;
+    }
+    return true;
+}
+
+bool send_msg(int fd, const void *buf, uint64_t len)
+{
+    return io_full(fd, &len, sizeof(len), true) &&
+           ((len == 0) || io_full(fd, (void*)buf, len, true));
+}
+
+bool recv_msg(int fd, std::vector<uint8_t> *out, int timeout_ms)
+{
+    uint64_t len;
+
+    if (!io_full(fd, &len, sizeof(len), false, timeout_ms) ||
+        (len > 16 * peer_region_len)) {
+        return false;
+    }
+    out->resize(len);
+    return (len == 0) || io_full(fd, out->data(), len, false);
+}
+
+} // namespace
+
+void peer::start(const open_params &p)
+{
+    int to[2], from[2];
+    char arg[64];
+
+    ASSERT_EQ(0, pipe(to));
+    ASSERT_EQ(0, pipe(from));
+    snprintf(arg, sizeof(arg), "%d,%d,%d,%d", to[0], from[1], (int)p.progress,
+             p.prov_keys);
+    m_pid = fork();
+    ASSERT_GE(m_pid, 0);
+    if (m_pid == 0) {
+        ::close(to[1]);
+        ::close(from[0]);
+        execl("/proc/self/exe", "test_fiprov", peer_flag, arg, (char*)NULL);
+        _exit(127);
+    }
+    ::close(to[0]);
+    ::close(from[1]);
+    m_to   = to[1];
+    m_from = from[0];
+
+    std::vector<uint8_t> hello;
+    ASSERT_TRUE(recv_msg(m_from, &hello, pipe_timeout_ms))
+        << "the peer did not start";
+    ASSERT_GT(hello.size(), 16u);
+    memcpy(&key, hello.data(), 8);
+    memcpy(&base, hello.data() + 8, 8);
+    addr.assign(hello.begin() + 16, hello.end());
+}
+
+void peer::command(char cmd, const void *buf, size_t len,
+                   std::vector<uint8_t> *reply)
+{
+    ASSERT_TRUE(io_full(m_to, &cmd, 1, true));
+    ASSERT_TRUE(send_msg(m_to, buf, len));
+    ASSERT_TRUE(recv_msg(m_from, reply, pipe_timeout_ms))
+        << "no reply from the peer to '" << cmd << "'";
+}
+
+void peer::set(size_t offset, const std::vector<uint8_t> &bytes)
+{
+    std::vector<uint8_t> msg(8 + bytes.size()), reply;
+    uint64_t off = offset;
+
+    memcpy(msg.data(), &off, 8);
+    memcpy(msg.data() + 8, bytes.data(), bytes.size());
+    command('S', msg.data(), msg.size(), &reply);
+}
+
+std::vector<uint8_t> peer::get(size_t offset, size_t len)
+{
+    uint64_t args[2] = {offset, len};
+    std::vector<uint8_t> reply;
+
+    command('G', args, sizeof(args), &reply);
+    return reply;
+}
+
+std::vector<uint64_t> peer::fetch_add(size_t offset, uint64_t n)
+{
+    uint64_t args[2] = {offset, n};
+    std::vector<uint8_t> reply;
+    std::vector<uint64_t> fetched;
+
+    command('A', args, sizeof(args), &reply);
+    fetched.resize(reply.size() / 8);
+    memcpy(fetched.data(), reply.data(), fetched.size() * 8);
+    return fetched;
+}
+
+uint64_t peer::replace_region()
+{
+    std::vector<uint8_t> reply;
+    uint64_t k = 0;
+
+    command('R', NULL, 0, &reply);
+    if (reply.size() == 8) {
+        memcpy(&k, reply.data(), 8);
+    }
+    return k;
+}
+
+int peer::stop()
+{
+    int status = -1;
+    char cmd   = 'Q';
+
+    if (m_pid <= 0) {
+        return 0;
+    }
+    if (io_full(m_to, &cmd, 1, true)) {
+        (void)send_msg(m_to, NULL, 0);
+    }
+    ::close(m_to);
+    for (int i = 0; i < 30000; ++i) {
+        if (waitpid(m_pid, &status, WNOHANG) == m_pid) {
+            break;
+        }
+        usleep(1000);
+        if (i == 29999) {
+            kill(m_pid, SIGKILL);
+            waitpid(m_pid, &status, 0);
+        }
+    }
+    ::close(m_from);
+    m_pid = -1;
+    return (WIFEXITED(status)) ? WEXITSTATUS(status) : 128;
+}
+
+/* ---- the two-process fixture --------------------------------------------- */
+
+std::ostream &operator<<(std::ostream &os, const peer_param &p)
+{
+    return os << p.tls << "/"
+              << ((p.progress == FI_PROGRESS_AUTO) ? "auto" : "manual")
+              << "/" << (p.prov_keys ? "prov_keys" : "program_keys");
+}
+
+const std::vector<peer_param> peer_params = {
+    {"posix,self,tcp", FI_PROGRESS_AUTO,   0},
+    {"posix,self,tcp", FI_PROGRESS_MANUAL, 1},
+    {"tcp",            FI_PROGRESS_AUTO,   1},
+    {"tcp",            FI_PROGRESS_MANUAL, 0},
+};
+
+std::string peer_param_name(const testing::TestParamInfo<peer_param> &info)
+{
+    return std::string((strcmp(info.param.tls, "tcp") == 0) ? "tcp" : "shm") +
+           ((info.param.progress == FI_PROGRESS_AUTO) ? "_auto" : "_manual") +
+           (info.param.prov_keys ? "_provkeys" : "_programkeys");
+}
+
+void peer_test::SetUp()
+{
+    const char *saved = getenv("UCX_TLS");
+    open_params p;
+
+    test_base::SetUp();
+    m_had_tls = (saved != NULL);
+    if (m_had_tls) {
+        m_saved_tls = saved;
+    }
+    setenv("UCX_TLS", GetParam().tls, 1);
+    p.progress  = GetParam().progress;
+    p.prov_keys = GetParam().prov_keys;
+    p.caps      = FI_ATOMIC | FI_RMA;
+    p.cq_format = FI_CQ_FORMAT_DATA;
+    m_peer.start(p);
+    ASSERT_FALSE(HasFatalFailure());
+    ASSERT_EQ(0, m_o.open_domain(p));
+    ASSERT_EQ(0, m_o.open_ep());
+    ASSERT_EQ(1, fi_av_insert(m_o.av, m_peer.addr.data(), 1, &m_dest, 0,
+                              NULL));
+}
+
+void peer_test::TearDown()
+{
+    m_o.close();
+    EXPECT_EQ(0, m_peer.stop()) << "the peer's exit status";
+    if (m_had_tls) {
+        setenv("UCX_TLS", m_saved_tls.c_str(), 1);
+    } else {
+        unsetenv("UCX_TLS");
+    }
+    test_base::TearDown();
+}
+
+void peer_test::wait_complete(uint64_t reads, uint64_t writes, uint64_t kind,
+                              std::multiset<void*> *contexts)
+{
+    struct fi_cq_data_entry e[16];
+
+    ASSERT_EQ(0, fi_cntr_wait(m_o.wcntr, writes, peer_wait_ms))
+        << "writes " << fi_cntr_read(m_o.wcntr) << "/" << writes
+        << ", errors " << fi_cntr_readerr(m_o.wcntr);
+    ASSERT_EQ(0, fi_cntr_wait(m_o.rcntr, reads, peer_wait_ms))
+        << "reads " << fi_cntr_read(m_o.rcntr) << "/" << reads
+        << ", errors " << fi_cntr_readerr(m_o.rcntr);
+    for (;;) {
+        ssize_t n = fi_cq_read(m_o.cq, e, 16);
+        if (n == -FI_EAGAIN) {
+            break;
+        }
+        ASSERT_GT(n, 0);
+        for (ssize_t i = 0; i < n; ++i) {
+            contexts->insert(e[i].op_context);
+            EXPECT_TRUE(e[i].flags & kind);
+        }
+    }
+}
+
+/* ---- the peer's side ----------------------------------------------------- */
+
+namespace {
+
+struct peer_state {
+    objects        o;
+    void           *region = NULL;
+    struct fid_mr  *mr     = NULL;
+    uint64_t       base    = 0;
+    fi_addr_t      self    = FI_ADDR_UNSPEC;
+    int            generation = 0;
+};
+
+int peer_register(peer_state *s)
+{
+    uint64_t requested = program_key + (uint64_t)s->generation;
+    int ret;
+
+    ret = fi_mr_reg(s->o.domain, s->region, peer_region_len,
+                    FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE,
+                    s->o.params.prov_keys ? 0 : program_offset, requested, 0,
+                    &s->mr, NULL);
+    if (ret != 0) {
+        return ret;
+    }
+    s->base = s->o.params.prov_keys ? (uint64_t)(uintptr_t)s->region :
+              program_offset;
+    return 0;
+}
+
+/* the peer's own fetch-adds on its region, through its own listener */
+int peer_fetch_add(peer_state *s, uint64_t offset, uint64_t n,
+                   std::vector<uint8_t> *out)
+{
+    uint64_t one  = 1;
+    uint64_t base = fi_cntr_read(s->o.rcntr);
+    std::vector<uint64_t> fetched(n);
+    ssize_t ret;
+
+    for (uint64_t i = 0; i < n; ++i) {
+        do {
+            ret = fi_fetch_atomic(s->o.ep, &one, 1, NULL, &fetched[i], NULL,
+                                  s->self, s->base + offset,
+                                  fi_mr_key(s->mr), FI_UINT64, FI_SUM, NULL);
+        } while (ret == -FI_EAGAIN);
+        if (ret != 0) {
+            return (int)ret;
+        }
+    }
+    ret = fi_cntr_wait(s->o.rcntr, base + n, pipe_timeout_ms);
+    if (ret != 0) {
+        return (int)ret;
+    }
+    out->resize(n * 8);
+    memcpy(out->data(), fetched.data(), n * 8);
+    return 0;
+}
+
+int peer_serve(peer_state *s, int in, int out)
+{
+    std::vector<uint8_t> msg, reply;
+    uint64_t args[2];
+    char cmd;
+
+    for (;;) {
+        /* under manual progress the peer drives its domain while idle */
+        for (;;) {
+            struct pollfd pfd = {in, POLLIN, 0};
+            int n = poll(&pfd, 1, 1);
+            if (n > 0) {
+                break;
+            }
+            if (n < 0 && errno != EINTR) {
+                return 1;
+            }
+            (void)fi_cntr_read(s->o.rcntr);
+        }
+        if (!io_full(in, &cmd, 1, false) ||
+            !recv_msg(in, &msg, pipe_timeout_ms)) {
+            return 1; /* the test went away */
+        }
+        reply.clear();
+        switch (cmd) {
+        case 'S':
+            memcpy(args, msg.data(), 8);
+            if ((msg.size() < 8) ||
+                (args[0] + msg.size() - 8 > peer_region_len)) {
+                return 2;
+            }
+            memcpy((char*)s->region + args[0], msg.data() + 8,
+                   msg.size() - 8);
+            __atomic_thread_fence(__ATOMIC_SEQ_CST);
+            break;
+        case 'G':
+            memcpy(args, msg.data(), 16);
+            if (args[0] + args[1] > peer_region_len) {
+                return 2;
+            }
+            __atomic_thread_fence(__ATOMIC_SEQ_CST);
+            reply.assign((uint8_t*)s->region + args[0],
+                         (uint8_t*)s->region + args[0] + args[1]);
+            break;
+        case 'A':
+            memcpy(args, msg.data(), 16);
+            if (peer_fetch_add(s, args[0], args[1], &reply) != 0) {
+                reply.clear();
+            }
+            break;
+        case 'R': {
+            uint64_t k;
+            if (fi_close(&s->mr->fid) != 0) {
+                return 3;
+            }
+            s->mr = NULL;
+            ++s->generation;
+            if (peer_register(s) != 0) {
+                return 3;
+            }
+            k = fi_mr_key(s->mr);
+            reply.assign((uint8_t*)&k, (uint8_t*)&k + 8);
+            break;
+        }
+        case 'Q':
+            return 0;
+        default:
+            return 2;
+        }
+        if (!send_msg(out, reply.data(), reply.size())) {
+            return 1;
+        }
+    }
+}
+
+} // namespace
+
+int peer_main(int argc, char **argv)
+{
+    int in, out, progress, prov_keys;
+    peer_state s;
+    open_params p;
+    std::vector<uint8_t> hello(16 + 64);
+    size_t addrlen = 64;
+    uint64_t key;
+    int ret;
+
+    if ((argc < 3) ||
+        (sscanf(argv[2], "%d,%d,%d,%d", &in, &out, &progress,
+                &prov_keys) != 4)) {
+        return 2;
+    }
+    p.progress  = (enum fi_progress)progress;
+    p.prov_keys = prov_keys;
+    p.caps      = FI_ATOMIC | FI_RMA;
+    if ((s.o.open_domain(p) != 0) || (s.o.open_ep() != 0)) {
+        return 4;
+    }
+    if (posix_memalign(&s.region, 4096, peer_region_len) != 0) {
+        return 4;
+    }
+    memset(s.region, 0, peer_region_len);
+    if (peer_register(&s) != 0) {
+        return 5;
+    }
+    if ((fi_getname(&s.o.ep->fid, hello.data() + 16, &addrlen) != 0) ||
+        (fi_av_insert(s.o.av, hello.data() + 16, 1, &s.self, 0, NULL) != 1)) {
+        return 6;
+    }
+    hello.resize(16 + addrlen);
+    key = fi_mr_key(s.mr);
+    memcpy(hello.data(), &key, 8);
+    memcpy(hello.data() + 8, &s.base, 8);
+    if (!send_msg(out, hello.data(), hello.size())) {
+        return 1;
+    }
+
+    ret = peer_serve(&s, in, out);
+    if (s.mr != NULL) {
+        fi_close(&s.mr->fid);
+    }
+    s.o.close();
+    free(s.region);
+    return ret;
+}
+
+} // namespace fiprov_test

@@ -1,0 +1,108 @@
+/**
+ * A second process for the provider's two-process tests: the test binary
+ * runs itself again (fork and exec, so the peer starts with a fresh UCX),
+ * the peer opens the provider as a program would, registers a region for
+ * remote atomics and tells the test its fi_getname address, its key and
+ * the region's remote address over a pipe. The test then sets and reads
+ * the region's bytes through the peer, has the peer run fetch-adds of its
+ * own on it, or replace its region. Every wait on the peer is bounded.
+ */
+#ifndef FIPROV_PEER_H_
+#define FIPROV_PEER_H_
+
+#include "fiprov_fixture.h"
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <ostream>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace fiprov_test {
+
+/** The peer's region: bytes. */
+static const size_t peer_region_len = 64 * 1024;
+
+class peer {
+public:
+    ~peer() { stop(); }
+
+    /** Start the peer with the domain parameters (UCX_TLS is inherited). */
+    void start(const open_params &p);
+    /** Tell the peer to close and wait for its exit status (0: clean). */
+    int stop();
+
+    /** Set region bytes [offset, offset + bytes.size()). */
+    void set(size_t offset, const std::vector<uint8_t> &bytes);
+    /** Read region bytes. */
+    std::vector<uint8_t> get(size_t offset, size_t len);
+    /** The peer fetch-adds 1 (FI_UINT64) n times at offset through its own
+     *  endpoint to its own address; the values it fetched. */
+    std::vector<uint64_t> fetch_add(size_t offset, uint64_t n);
+    /** The peer closes its region and registers a new one: the new key. */
+    uint64_t replace_region();
+
+    std::vector<uint8_t> addr;  /* fi_getname */
+    uint64_t             key  = 0;
+    uint64_t             base = 0;  /* the region's remote address */
+
+private:
+    void command(char cmd, const void *buf, size_t len,
+                 std::vector<uint8_t> *reply);
+
+    pid_t m_pid    = -1;
+    int   m_to     = -1;
+    int   m_from   = -1;
+};
+
+/** How a two-process test runs: transports, progress, key mode. */
+struct peer_param {
+    const char       *tls;
+    enum fi_progress progress;
+    int              prov_keys;
+};
+
+std::ostream &operator<<(std::ostream &os, const peer_param &p);
+
+/** The instantiations every two-process suite runs: shared memory and tcp,
+ *  each key mode and each progress mode once. */
+extern const std::vector<peer_param> peer_params;
+std::string peer_param_name(const testing::TestParamInfo<peer_param> &info);
+
+/** How long a two-process test waits for a completion. */
+static const int peer_wait_ms = 30000;
+
+/**
+ * A two-process test: UCX_TLS set, the peer started, this process's
+ * objects open (CQ in the data format, FI_READ and FI_WRITE counters) and
+ * the peer's address in the vector (m_dest).
+ */
+class peer_test : public test_base,
+                  public testing::WithParamInterface<peer_param> {
+protected:
+    void SetUp() override;
+    void TearDown() override;
+
+    /** Wait for the counters to reach their values, then take the CQ's
+     *  entries (each with the flag `kind`): their contexts. */
+    void wait_complete(uint64_t reads, uint64_t writes, uint64_t kind,
+                       std::multiset<void*> *contexts);
+
+    peer        m_peer;
+    objects     m_o;
+    fi_addr_t   m_dest    = FI_ADDR_UNSPEC;
+    bool        m_had_tls = false;
+    std::string m_saved_tls;
+};
+
+/** The peer process's main (the binary started with peer_flag). */
+int peer_main(int argc, char **argv);
+
+/** argv[1] that makes the test binary a peer. */
+static const char peer_flag[] = "--fiprov-peer";
+
+} // namespace fiprov_test
+
+#endif
