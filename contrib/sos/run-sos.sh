@@ -134,24 +134,23 @@ for t in $tests; do echo "$work/$t.log"; done | xargs -r \
 
 [ "$reference" != none ] || exit $logcheck
 # The reference lists "<np> <test> <result>": every test it passed with
-# this np must pass here
-bad=0 judged=0
-while read -r rnp rt rres; do
-    [ "$rnp" = "$np" ] && [ "$rres" = PASS ] || continue
-    got=$(awk -v t="$rt" '$1 == t {print $2}' "$work/results")
-    [ -n "$got" ] || continue # not in this subset
-    judged=$((judged + 1))
-    if [ "$got" != PASS ]; then
-        echo "run-sos: $rt passes over the reference but $got over $provider"
-        bad=1
-    fi
-done < <(grep -v '^#' "$reference")
-if [ $judged -eq 0 ]; then
+# this np must pass here (tests outside this run's subset are not judged)
+read -r judged bad < <(awk -v np="$np" -v prov="$provider" '
+    NR == FNR {got[$1] = $2; next}
+    /^#/ || $1 != np || $3 != "PASS" || !($2 in got) {next}
+    {judged++}
+    got[$2] != "PASS" {
+        printf "run-sos: %s passes over the reference but %s over %s\n",
+               $2, got[$2], prov > "/dev/stderr"
+        bad = 1
+    }
+    END {print judged + 0, bad + 0}' "$work/results" "$reference")
+if [ "$judged" -eq 0 ]; then
     echo "run-sos: the reference $reference has no passing test of this" \
          "subset with $np processes: nothing judged"
     exit 1
 fi
 echo "run-sos: $judged tests pass over the reference with $np processes:" \
-     "$([ $bad -eq 0 ] && echo "all pass over $provider" || echo "NOT all pass over $provider")"
+     "$([ "$bad" -eq 0 ] && echo "all pass over $provider" || echo "NOT all pass over $provider")"
 [ $logcheck -eq 0 ] || bad=1
 exit $bad
