@@ -18,6 +18,9 @@ packages=(
     procps
     # atomicx transport: verbs headers/providers, and dpkg-dev for apt-get source
     libibverbs-dev ibverbs-providers ibverbs-utils dpkg-dev
+    # Sandia OpenSHMEM's unit tests over libfabric (contrib/sos): MPICH's
+    # mpiexec.hydra is the PMI-1 launcher SOS's --enable-pmi-simple speaks
+    mpich
 )
 # The soft-RoCE guest harness (contrib/softroce/) adds its own list.
 if [ -f "$(dirname "$0")/softroce/packages.txt" ]; then
@@ -32,8 +35,24 @@ for p in "${packages[@]}"; do
     fi
 done
 
+# Open MPI stays the default MPI (the guest suites run mpirun and mpicc):
+# Debian's alternatives rank it above MPICH, MPICH is called as mpiexec.hydra.
+check_mpi_defaults() {
+    local t
+    for t in mpirun mpicc; do
+        case $(readlink -f "$(command -v $t)") in
+            *openmpi*|*orterun*|*opal_wrapper*) ;;
+            *) echo "install-deps: error: $t is not Open MPI's" \
+                    "($(readlink -f "$(command -v $t)")); run" \
+                    "update-alternatives --auto ${t/mpicc/mpi}" >&2
+               return 1 ;;
+        esac
+    done
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
     echo "install-deps: all ${#packages[@]} packages present"
+    check_mpi_defaults
     exec "$(dirname "$0")/get-ucx-src.sh" # atomicx: UCX source of the installed version
 fi
 
@@ -43,4 +62,5 @@ SUDO=
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+check_mpi_defaults
 exec "$(dirname "$0")/get-ucx-src.sh" # atomicx: UCX source of the installed version

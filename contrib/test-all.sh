@@ -7,7 +7,9 @@
 #     with installcheck: a pkg-config consumer),
 #  2. the same suites built with AddressSanitizer + UndefinedBehaviorSanitizer,
 #     and the threads suite built with ThreadSanitizer,
-#  3. the libFuzzer target of the target-side request decoder, 60 s,
+#  3. Sandia OpenSHMEM's unit tests over the fiatomic libfabric provider
+#     (contrib/sos), once it offers FI_ATOMIC, against tcp;ofi_rxm's list;
+#     the libFuzzer target of the target-side request decoder, 60 s,
 #  4. the atomicx guest suites on soft-RoCE (contrib/softroce),
 #     libfiatomic's matrix over atomicx there, UCX's own gtest suites
 #     (UCT atomics, fence, flush, pending, ...; UCP atomics) over atomicx,
@@ -109,6 +111,43 @@ tee -a "$logdir/all-tests.log" < "$logdir/tsan-threads.log" |
     grep -E '^\[ *(PASSED|FAILED|SKIPPED) *\]|^\[==========\]|ThreadSanitizer' || true
 [ $tsan_rc -eq 0 ] || fail=1
 "$top/contrib/ucx-log-check.sh" --label build-tsan "$logdir/tsan-threads.log" || fail=1
+
+# Sandia OpenSHMEM's unit tests over this project's libfabric provider
+# (contrib/sos), judged against the stored tcp;ofi_rxm reference list: only
+# once the provider offers atomics on FI_EP_RDM endpoints, else a line says
+# why not. The SOS build is cached per machine (contrib/sos/build-sos.sh).
+# ATOMICX_SOS=quick (default): the whole suite on posix with 2 processes, the
+# atomic, lock and wait tests on tcp with 2 and on posix with 4; full: the
+# whole suite on tcp too; off: none.
+step "Sandia OpenSHMEM's unit tests over the fiatomic libfabric provider"
+sos_prov=$top/build-release/src/prov/fiatomic/.libs
+sos_runs=("posix basic 2" "tcp basic 2 atomic,lock,wait" "posix basic 4 atomic,lock,wait")
+case ${ATOMICX_SOS:-quick} in
+    quick) ;;
+    full)  sos_runs[1]="tcp basic 2" ;;
+    *)     sos_runs=() ;;
+esac
+if [ ${#sos_runs[@]} -eq 0 ]; then
+    echo "SKIP: SOS over fiatomic: ATOMICX_SOS=${ATOMICX_SOS}"
+elif [ ! -f "$sos_prov/libfiatomic-fi.so" ]; then
+    echo "SKIP: SOS over fiatomic: $sos_prov/libfiatomic-fi.so is not built"
+elif ! FI_PROVIDER_PATH=$sos_prov fi_info -p fiatomic -c FI_ATOMIC -t FI_EP_RDM \
+        > /dev/null 2>&1; then
+    echo "SKIP: SOS over fiatomic: the provider does not offer FI_ATOMIC on" \
+         "FI_EP_RDM endpoints yet (FI_PROVIDER_PATH=$sos_prov fi_info -p fiatomic -c FI_ATOMIC)"
+else
+    t0=$(date +%s)
+    for sos_run in "${sos_runs[@]}"; do
+        read -r sos_tls sos_config sos_np sos_tests <<< "$sos_run"
+        sos_log=$logdir/sos-$sos_tls-$sos_config-np$sos_np.log
+        # shellcheck disable=SC2086 # sos_tests: empty or one word
+        UCX_TLS=$sos_tls ATOMICX_FI_PROVIDER_PATH=$sos_prov \
+            "$top/contrib/sos/run-sos.sh" "$sos_config" fiatomic "$sos_np" \
+            $sos_tests > "$sos_log" 2>&1 || fail=1
+        tee -a "$logdir/all-tests.log" < "$sos_log" | grep -vE '^PASS: ' || true
+    done
+    echo "SOS over fiatomic: $(( $(date +%s) - t0 )) s"
+fi
 
 step "fuzzing the target-side request decoder (libFuzzer, 60 s)"
 "$top/test/fuzz/run.sh" 60 2>&1 | tee -a "$logdir/all-tests.log" || fail=1

@@ -30,6 +30,7 @@ enum {
     PERF_OPT_NO_VERIFY,
     PERF_OPT_VERIFY_COUNT,
     PERF_OPT_BASELINE,
+    PERF_OPT_PROVIDERS,
     PERF_OPT_ORDERED,
     PERF_OPT_CSV,
     PERF_OPT_PIN,
@@ -72,6 +73,10 @@ static void usage(void)
 "                      initiators in turn, e.g. cas,target,native)\n"
 "  --baseline ucp      also time raw ucp_atomic_op_nbx (cells UCP has)\n"
 "  --baseline libfabric  also time libfabric's shm or tcp;ofi_rxm\n"
+"  --providers LIST    also time these libfabric providers, side by side\n"
+"                      (comma-separated, at most %d; e.g. 'fiatomic,shm,\n"
+"                      tcp;ofi_rxm'; one outside libfabric's directory is\n"
+"                      loaded from FI_PROVIDER_PATH)\n"
 "  --ordered           also time the cell on an endpoint with same-address\n"
 "                      ordering (FI_ORDER_ATOMIC_RAR|RAW|WAR|WAW), side by\n"
 "                      side with the unordered one\n"
@@ -102,7 +107,8 @@ static void usage(void)
 "  -V, --version       the version, and that of the UCX in use\n"
 "  --report-interval S a progress line on stderr every S seconds of a long\n"
 "                      measurement (default 1; 0: none)\n",
-    PERF_DEFAULT_PORT, FIATOMIC_MAX_COUNT_LIMIT, PERF_SCALE_MAX_INITIATORS);
+    PERF_DEFAULT_PORT, FIATOMIC_MAX_COUNT_LIMIT, PERF_MAX_OFI_PROVIDERS,
+    PERF_SCALE_MAX_INITIATORS);
     /* the goal names, one a line, from the table --goal checks against */
     printf("\nGoals (--goals measures every one, --goal LIST those named):\n"
            "  ");
@@ -272,6 +278,38 @@ static int perf_parse_goal_names(char *arg, perf_opts_t *o)
     if (o->num_goal_names == 0) {
         perf_bad_value("goal", arg, perf_goal_names());
         return -1;
+    }
+    return 0;
+}
+
+/* --providers fiatomic,shm,tcp;ofi_rxm: libfabric's names, passed to
+ * fi_getinfo as they are (a name it does not know fails the run then) */
+static int perf_parse_providers(char *arg, perf_opts_t *o)
+{
+    char *tok, *save = NULL;
+    char expected[96];
+    unsigned num = 1;
+    const char *p;
+    size_t len = 0;
+
+    snprintf(expected, sizeof(expected), "1 to %d libfabric provider names "
+             "separated by single commas", PERF_MAX_OFI_PROVIDERS);
+    /* judged whole before strtok_r() cuts it, so the message shows it */
+    for (p = arg; *p != '\0'; ++p) {
+        num += (*p == ',');
+        len  = (*p == ',') ? 0 : len + 1;
+        if (len > PERF_MAX_OFI_NAME) {
+            break;
+        }
+    }
+    if (!perf_list_well_formed(arg, ",") || (num > PERF_MAX_OFI_PROVIDERS) ||
+        (len > PERF_MAX_OFI_NAME)) {
+        return perf_bad_value("provider list", arg, expected);
+    }
+    o->num_ofi_providers = 0;
+    for (tok = strtok_r(arg, ",", &save); tok != NULL;
+         tok = strtok_r(NULL, ",", &save)) {
+        o->ofi_providers[o->num_ofi_providers++] = tok;
     }
     return 0;
 }
@@ -500,6 +538,7 @@ static int perf_parse_args(int argc, char **argv, perf_opts_t *o,
         {"no-verify",    no_argument,       NULL, PERF_OPT_NO_VERIFY},
         {"verify-count", required_argument, NULL, PERF_OPT_VERIFY_COUNT},
         {"baseline",     required_argument, NULL, PERF_OPT_BASELINE},
+        {"providers",    required_argument, NULL, PERF_OPT_PROVIDERS},
         {"ordered",      no_argument,       NULL, PERF_OPT_ORDERED},
         {"csv",          no_argument,       NULL, PERF_OPT_CSV},
         {"pin",          required_argument, NULL, PERF_OPT_PIN},
@@ -661,6 +700,17 @@ static int perf_parse_args(int argc, char **argv, perf_opts_t *o,
                 perf_bad_value("baseline", optarg, "ucp or libfabric");
                 return PERF_EXIT_USAGE;
             }
+            break;
+        case PERF_OPT_PROVIDERS:
+            if (!perf_drv_ofi_available()) {
+                fprintf(stderr, PERF_NAME ": built without libfabric "
+                        "(configure --with-libfabric)\n");
+                return PERF_EXIT_USAGE;
+            }
+            if (perf_parse_providers(optarg, o)) {
+                return PERF_EXIT_USAGE;
+            }
+            o->baseline_ofi = 1;
             break;
         case PERF_OPT_CSV: o->fmt = PERF_FMT_CSV; break;
         case PERF_OPT_PIN:

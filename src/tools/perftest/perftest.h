@@ -29,13 +29,17 @@
 #define PERF_REGION_SIZE       (16u << 20)
 #define PERF_UCP_REGION_SIZE   (1u << 20)
 #define PERF_SLOT_ALIGN        64  /* slots on separate cache lines */
+/* --providers: libfabric providers timed side by side in one run */
+#define PERF_MAX_OFI_PROVIDERS 4
+#define PERF_MAX_OFI_NAME      48  /* characters of a provider's name */
 
 /* Regions of the target the control channel can read and write. */
 typedef enum {
     PERF_REGION_FIATOMIC = 0, /* exposed by fiatomic (ALLOCATE) */
     PERF_REGION_UCP      = 1, /* raw ucp_mem_map for the UCP baseline */
-    PERF_REGION_OFI      = 2, /* registered with libfabric */
-    PERF_REGION_LAST
+    PERF_REGION_OFI      = 2, /* registered with libfabric: one region per
+                                 provider, PERF_REGION_OFI + its index */
+    PERF_REGION_LAST     = PERF_REGION_OFI + PERF_MAX_OFI_PROVIDERS
 } perf_region_t;
 
 typedef struct perf_cell {
@@ -76,8 +80,9 @@ enum {
     PERF_CMD_WRITE = 1, /* payload -> region at offset; reply empty */
     PERF_CMD_READ,      /* reply: length bytes of region at offset */
     PERF_CMD_RSS,       /* reply: uint64_t RSS bytes, uint64_t mallocs */
-    PERF_CMD_OFI_OPEN,  /* payload: provider name; reply: ofi target info */
-    PERF_CMD_OFI_CLOSE,
+    PERF_CMD_OFI_OPEN,  /* payload: provider name, offset: the provider's
+                           index; reply: ofi target info */
+    PERF_CMD_OFI_CLOSE, /* offset: the provider's index */
     PERF_CMD_QUIT
 };
 
@@ -138,7 +143,8 @@ typedef struct perf_session {
     char          lane_tl[32];  /* the transport UCP chose for the atomic
                                    lane (else the active-message lane);
                                    "" until perf_session_lane_tl() */
-    struct perf_ofi_client *ofi; /* libfabric baseline, opened on demand */
+    struct perf_ofi_client *ofi[PERF_MAX_OFI_PROVIDERS]; /* libfabric
+                                   baselines, opened on demand */
     void          *key_buf;     /* the target's packed fiatomic key */
     size_t        key_len;
     fiatomic_ep_h ep_ordered;   /* --ordered: same ucp_ep, same-address
@@ -238,11 +244,13 @@ int perf_drv_ucp_init(perf_driver_t *drv, perf_session_t *s,
                       const perf_params_t *p);
 /* perftest_drv_ofi.c */
 int perf_drv_ofi_available(void);
-int perf_drv_ofi_init(perf_driver_t *drv, perf_session_t *s,
+/** The provider as the index-th libfabric baseline of the session: 0, -1
+ *  when it lacks the cell, -2 when it cannot be opened at all. */
+int perf_drv_ofi_init(perf_driver_t *drv, perf_session_t *s, unsigned index,
                       const perf_params_t *p, const char *provider);
 /** libfabric provider that corresponds to a UCX transport, NULL if none. */
 const char *perf_drv_ofi_provider_for(const char *transport);
-/** Close the session's libfabric side, if opened. */
+/** Close the session's libfabric baselines, those opened. */
 void perf_drv_ofi_close(perf_session_t *s);
 
 /* perftest_slots.c: buffers of the window's slots; slot k works on the
@@ -343,6 +351,10 @@ typedef struct perf_opts {
     size_t        verify_count;
     int           baseline_ucp;
     int           baseline_ofi;
+    /* --providers: the libfabric providers to time, in this order; none:
+     * the one for the transport (perf_drv_ofi_provider_for) */
+    const char    *ofi_providers[PERF_MAX_OFI_PROVIDERS];
+    unsigned      num_ofi_providers;
     int           ordered;        /* also on an ordered endpoint */
     perf_fmt_t    fmt;
     int           cpu_client;     /* -1: not pinned */
@@ -412,14 +424,19 @@ typedef struct perf_row {
     perf_result_t       fia;
     int                 has_ucp;       /* --baseline ucp, UCP has the op */
     perf_result_t       ucp;
-    int                 has_ofi;       /* --baseline libfabric, it has it */
-    perf_result_t       ofi;
+    /* --baseline libfabric, per provider (perf_row_ofi_name): it has it */
+    int                 has_ofi[PERF_MAX_OFI_PROVIDERS];
+    perf_result_t       ofi[PERF_MAX_OFI_PROVIDERS];
 } perf_row_t;
 
 /** Classify a cell on this session: 0 and row->strategy, or -1 when the
  *  library does not know it (not a cell). */
 int perf_row_query(perf_session_t *s, const perf_cell_t *cell,
                    perf_row_t *row);
+/** How many libfabric providers a row times, and the index-th one's name
+ *  in reports: "libfabric" for the one for the transport, else as named. */
+unsigned perf_row_num_ofi(const perf_opts_t *o);
+const char *perf_row_ofi_name(const perf_opts_t *o, unsigned index);
 /** Verify (if o->verify) and measure one cell with params p. */
 void perf_row_run(perf_session_t *s, const perf_opts_t *o,
                   const perf_params_t *p, perf_row_t *row);
@@ -432,7 +449,7 @@ void perf_report_single(const char *stage, const perf_result_t *r);
 void perf_report_table_header(const perf_opts_t *o, const char *transport);
 void perf_report_table_row(const perf_opts_t *o, const char *transport,
                            const perf_row_t *row);
-void perf_report_csv_header(void);
+void perf_report_csv_header(const perf_opts_t *o);
 /** "FI_UINT64" -> "UINT64" */
 const char *perf_short_name(const char *fi_name);
 /** "fetch SUM UINT64" */

@@ -131,7 +131,7 @@ static int perf_goal_once(perf_goals_t *g, perf_api_t api,
     default:
         provider = perf_drv_ofi_provider_for(g->tl);
         ret      = (provider == NULL) ? -1 :
-                   perf_drv_ofi_init(&drv, g->s, p, provider);
+                   perf_drv_ofi_init(&drv, g->s, 0, p, provider);
         break;
     }
     if (ret != 0) {

@@ -152,7 +152,7 @@ int perf_matrix_run(const perf_opts_t *o)
 
     memset(st, 0, sizeof(st));
     if (o->fmt == PERF_FMT_CSV) {
-        perf_report_csv_header();
+        perf_report_csv_header(o);
     }
 
     for (i = 0; i < o->num_transports; ++i) {

@@ -1,9 +1,12 @@
 /**
  * The libfabric baseline: the same (family, op, datatype) call through
- * libfabric's own providers, shm (for posix/sysv) or tcp;ofi_rxm (for tcp),
- * between the same two processes. The target (server process) registers
- * its own region and reads its CQ in its progress loop, since both
- * providers execute atomics in software at the target.
+ * libfabric providers between the same two processes: by default the one
+ * for the transport, shm (for posix/sysv) or tcp;ofi_rxm (for tcp); with
+ * --providers any named ones side by side, this project's fiatomic (found
+ * through FI_PROVIDER_PATH) included. The target (server process)
+ * allocates and registers its own region per provider, as a libfabric
+ * program does, and reads its CQ in its progress loop, since shm and rxm
+ * execute atomics in software at the target.
  */
 #include "perftest.h"
 #include "perftest_ofi.h"
@@ -54,7 +57,8 @@ typedef struct {
 
 typedef struct perf_ofi_client {
     perf_ofi_ep_t   e;
-    char            provider[32];
+    unsigned        index;    /* among the session's providers */
+    char            provider[PERF_MAX_OFI_NAME + 1];
     fi_addr_t       peer;
     perf_ofi_wire_t wire;
 } perf_ofi_client_t;
@@ -247,25 +251,47 @@ const char *perf_drv_ofi_provider_for(const char *transport)
     return NULL;
 }
 
+static void perf_ofi_client_close(perf_session_t *s, unsigned index)
+{
+    perf_msg_hdr_t hdr = {PERF_CMD_OFI_CLOSE, 0, index, 0};
+    int32_t status;
+
+    if (s->ofi[index] == NULL) {
+        return;
+    }
+    perf_ofi_ep_close(&s->ofi[index]->e);
+    free(s->ofi[index]);
+    s->ofi[index] = NULL;
+    (void)(perf_ctl_write_all(s->ctl_fd, &hdr, sizeof(hdr)) ||
+           perf_ctl_read_all(s->ctl_fd, &status, sizeof(status)));
+}
+
 static perf_ofi_client_t *perf_ofi_client_open(perf_session_t *s,
+                                               unsigned index,
                                                const char *provider)
 {
-    perf_msg_hdr_t hdr = {PERF_CMD_OFI_OPEN, 0, 0, strlen(provider)};
+    perf_msg_hdr_t hdr = {PERF_CMD_OFI_OPEN, 0, index, strlen(provider)};
     perf_ofi_client_t *c;
     void *blob;
     size_t len;
     int32_t status;
 
-    if ((s->ofi != NULL) && !strcmp(s->ofi->provider, provider)) {
-        return s->ofi;
+    if ((index >= PERF_MAX_OFI_PROVIDERS) ||
+        (strlen(provider) >= sizeof(c->provider))) {
+        return NULL;
     }
-    perf_drv_ofi_close(s);
+    if ((s->ofi[index] != NULL) &&
+        !strcmp(s->ofi[index]->provider, provider)) {
+        return s->ofi[index];
+    }
+    perf_ofi_client_close(s, index);
 
     c = calloc(1, sizeof(*c));
     if ((c == NULL) || perf_ofi_ep_open(&c->e, provider)) {
         free(c);
         return NULL;
     }
+    c->index = index;
     snprintf(c->provider, sizeof(c->provider), "%s", provider);
 
     if (perf_ctl_write_all(s->ctl_fd, &hdr, sizeof(hdr)) ||
@@ -288,7 +314,7 @@ static perf_ofi_client_t *perf_ofi_client_open(perf_session_t *s,
         fprintf(stderr, PERF_NAME ": fi_av_insert failed\n");
         goto err_close;
     }
-    s->ofi = c;
+    s->ofi[index] = c;
     return c;
 
 err_close:
@@ -299,17 +325,11 @@ err_close:
 
 void perf_drv_ofi_close(perf_session_t *s)
 {
-    perf_msg_hdr_t hdr = {PERF_CMD_OFI_CLOSE, 0, 0, 0};
-    int32_t status;
+    unsigned index;
 
-    if (s->ofi == NULL) {
-        return;
+    for (index = 0; index < PERF_MAX_OFI_PROVIDERS; ++index) {
+        perf_ofi_client_close(s, index);
     }
-    perf_ofi_ep_close(&s->ofi->e);
-    free(s->ofi);
-    s->ofi = NULL;
-    (void)(perf_ctl_write_all(s->ctl_fd, &hdr, sizeof(hdr)) ||
-           perf_ctl_read_all(s->ctl_fd, &status, sizeof(status)));
 }
 
 static void perf_drv_ofi_progress(void *arg)
@@ -440,7 +460,7 @@ static void perf_drv_ofi_cleanup(void *arg)
     free(d);
 }
 
-int perf_drv_ofi_init(perf_driver_t *drv, perf_session_t *s,
+int perf_drv_ofi_init(perf_driver_t *drv, perf_session_t *s, unsigned index,
                       const perf_params_t *p, const char *provider)
 {
     const perf_cell_t *cell = &p->cell;
@@ -459,10 +479,10 @@ int perf_drv_ofi_init(perf_driver_t *drv, perf_session_t *s,
     }
     d->s = s;
     d->p = *p;
-    d->c = perf_ofi_client_open(s, provider);
+    d->c = perf_ofi_client_open(s, index, provider);
     if (d->c == NULL) {
         free(d);
-        return -1;
+        return -2;
     }
 
     /* a cell the provider does not have is no baseline, not an error */
@@ -499,8 +519,8 @@ int perf_drv_ofi_init(perf_driver_t *drv, perf_session_t *s,
 
     zero = calloc(1, d->slots.stride * p->window);
     ret  = (zero == NULL) ||
-           perf_session_write(s, PERF_REGION_OFI, 0, zero,
-                              d->slots.stride * p->window);
+           perf_session_write(s, (perf_region_t)(PERF_REGION_OFI + index), 0,
+                              zero, d->slots.stride * p->window);
     free(zero);
     if (ret) {
         perf_drv_ofi_cleanup(d);

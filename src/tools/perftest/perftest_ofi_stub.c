@@ -38,10 +38,10 @@ const char *perf_drv_ofi_provider_for(const char *transport)
     return NULL;
 }
 
-int perf_drv_ofi_init(perf_driver_t *drv, perf_session_t *s,
+int perf_drv_ofi_init(perf_driver_t *drv, perf_session_t *s, unsigned index,
                       const perf_params_t *p, const char *provider)
 {
-    return -1;
+    return -2;
 }
 
 void perf_drv_ofi_close(perf_session_t *s)

@@ -45,14 +45,22 @@ void perf_report_single(const char *stage, const perf_result_t *r)
 
 void perf_report_table_header(const perf_opts_t *o, const char *transport)
 {
+    char col[80];
+    unsigned i;
+
     printf("%-8s %-10s %-14s %-8s %-6s %10s %10s %10s %10s",
            "family", "op", "datatype", "strategy", "check", "typical_us",
            "median_us", "avg_us", "p99_us");
     if (o->baseline_ucp) {
         printf(" %10s %7s", "ucp_us", "x_ucp");
     }
-    if (o->baseline_ofi) {
-        printf(" %10s %7s", "ofi_us", "x_ofi");
+    for (i = 0; i < perf_row_num_ofi(o); ++i) {
+        if (o->num_ofi_providers == 0) {
+            printf(" %10s %7s", "ofi_us", "x_ofi");
+        } else { /* as wide as the provider's name needs */
+            snprintf(col, sizeof(col), "%s_us", perf_row_ofi_name(o, i));
+            printf(" %10s %7s", col, "x");
+        }
     }
     printf("\n");
 }
@@ -74,6 +82,7 @@ void perf_report_table_row(const perf_opts_t *o, const char *transport,
     const perf_cell_t *c = &row->cell;
     const char *check    = (row->verified < 0) ? "-" :
                            row->verified ? "ok" : "FAIL";
+    unsigned i;
 
     if (o->fmt == PERF_FMT_CSV) {
         printf("%s,%s,%s,%s,%s,%d,%s,%zu,%u,%zu", transport,
@@ -95,11 +104,16 @@ void perf_report_table_row(const perf_opts_t *o, const char *transport,
         } else {
             printf(",,");
         }
-        if (row->has_ofi) {
-            printf(",%.4f,%.3f", row->ofi.lat_typical,
-                   row->fia.lat_typical / row->ofi.lat_typical);
-        } else {
-            printf(",,");
+        for (i = 0; i < perf_row_num_ofi(o); ++i) {
+            if (row->has_ofi[i]) {
+                printf(",%.4f,%.3f", row->ofi[i].lat_typical,
+                       row->fia.lat_typical / row->ofi[i].lat_typical);
+            } else {
+                printf(",,");
+            }
+        }
+        if (!o->baseline_ofi) {
+            printf(",,"); /* the columns the header names */
         }
         printf("\n");
         return;
@@ -119,8 +133,8 @@ void perf_report_table_row(const perf_opts_t *o, const char *transport,
     if (o->baseline_ucp) {
         perf_report_ratio(row->has_ucp, &row->ucp, &row->fia);
     }
-    if (o->baseline_ofi) {
-        perf_report_ratio(row->has_ofi, &row->ofi, &row->fia);
+    for (i = 0; i < perf_row_num_ofi(o); ++i) {
+        perf_report_ratio(row->has_ofi[i], &row->ofi[i], &row->fia);
     }
     printf("\n");
     if (row->failed) {
@@ -128,10 +142,22 @@ void perf_report_table_row(const perf_opts_t *o, const char *transport,
     }
 }
 
-void perf_report_csv_header(void)
+void perf_report_csv_header(const perf_opts_t *o)
 {
+    unsigned i;
+
     printf("transport,family,op,datatype,strategy,needs_target_progress,"
            "verified,count,window,iters,lat_typical_us,lat_median_us,"
            "lat_avg_us,lat_p90_us,lat_p99_us,rate_calls_per_s,"
-           "ucp_typical_us,x_ucp,ofi_typical_us,x_ofi\n");
+           "ucp_typical_us,x_ucp");
+    if (o->num_ofi_providers == 0) {
+        printf(",ofi_typical_us,x_ofi\n");
+        return;
+    }
+    /* --providers: a pair of columns per provider, named after it */
+    for (i = 0; i < o->num_ofi_providers; ++i) {
+        printf(",%s_typical_us,x_%s", o->ofi_providers[i],
+               o->ofi_providers[i]);
+    }
+    printf("\n");
 }

@@ -6,6 +6,7 @@
 #include "perftest.h"
 #include "fiatomic_ref.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 int perf_row_query(perf_session_t *s, const perf_cell_t *cell,
@@ -39,11 +40,26 @@ static int perf_row_measure(perf_driver_t *drv, const perf_params_t *p,
     return ret;
 }
 
+unsigned perf_row_num_ofi(const perf_opts_t *o)
+{
+    if (!o->baseline_ofi) {
+        return 0;
+    }
+    return o->num_ofi_providers ? o->num_ofi_providers : 1;
+}
+
+const char *perf_row_ofi_name(const perf_opts_t *o, unsigned index)
+{
+    return o->num_ofi_providers ? o->ofi_providers[index] : "libfabric";
+}
+
 void perf_row_run(perf_session_t *s, const perf_opts_t *o,
                   const perf_params_t *p, perf_row_t *row)
 {
     const char *provider;
     perf_driver_t drv;
+    unsigned i;
+    int ret;
 
     if (o->verify) {
         row->verified = (perf_verify_cell(s, &p->cell, o->verify_count,
@@ -66,12 +82,28 @@ void perf_row_run(perf_session_t *s, const perf_opts_t *o,
         row->has_ucp = (perf_row_measure(&drv, p, &row->ucp, row) == 0);
     }
 
-    /* the provider that matches the transport UCP uses, not UCX_TLS's
-     * text (unset, or naming several) */
-    provider = o->baseline_ofi ?
-               perf_drv_ofi_provider_for(perf_session_lane_tl(s)) : NULL;
-    if (o->baseline_ofi && (provider != NULL) &&
-        (perf_drv_ofi_init(&drv, s, p, provider) == 0)) {
-        row->has_ofi = (perf_row_measure(&drv, p, &row->ofi, row) == 0);
+    for (i = 0; i < perf_row_num_ofi(o); ++i) {
+        /* by default the provider that matches the transport UCP uses,
+         * not UCX_TLS's text (unset, or naming several) */
+        provider = o->num_ofi_providers ? o->ofi_providers[i] :
+                   perf_drv_ofi_provider_for(perf_session_lane_tl(s));
+        if (provider == NULL) {
+            continue;
+        }
+        ret = perf_drv_ofi_init(&drv, s, i, p, provider);
+        if ((ret == -2) && o->num_ofi_providers) {
+            /* one the user named that is not there is an error, not a
+             * column of "-" */
+            snprintf(row->msg, sizeof(row->msg), "libfabric provider '%s' "
+                     "cannot be opened (FI_PROVIDER_PATH=%s)", provider,
+                     getenv("FI_PROVIDER_PATH") ? getenv("FI_PROVIDER_PATH") :
+                     "unset");
+            row->failed = 1;
+            return;
+        }
+        if (ret == 0) {
+            row->has_ofi[i] = (perf_row_measure(&drv, p, &row->ofi[i],
+                                                row) == 0);
+        }
     }
 }

@@ -3,8 +3,9 @@
  * shared-memory transports can map it and the direct strategy applies),
  * maps a second UCP-allocated region for the raw UCP baseline, hands out the
  * worker address and keys, then spins progressing its worker (UCP's software
- * atomics and libfabric's rxm/shm atomics are executed by this CPU) while
- * serving control commands.
+ * atomics and libfabric's rxm/shm atomics are executed by this CPU) and the
+ * libfabric providers opened (one target each, side by side) while serving
+ * control commands.
  */
 #include "perftest.h"
 #include "perftest_ofi.h"
@@ -24,7 +25,7 @@ typedef struct {
     void              *fia_base;
     ucp_mem_h         ucp_memh;
     void              *ucp_base;
-    perf_ofi_target_t *ofi;
+    perf_ofi_target_t *ofi[PERF_MAX_OFI_PROVIDERS]; /* --providers */
 } perf_server_t;
 
 static int perf_server_setup(perf_server_t *srv, int fd)
@@ -99,10 +100,12 @@ static void *perf_server_region(perf_server_t *srv, uint32_t region,
     case PERF_REGION_UCP:
         *len_p = PERF_UCP_REGION_SIZE;
         return srv->ucp_base;
-    case PERF_REGION_OFI:
-        return (srv->ofi != NULL) ?
-               perf_ofi_target_memory(srv->ofi, len_p) : NULL;
     default:
+        if ((region >= PERF_REGION_OFI) && (region < PERF_REGION_LAST) &&
+            (srv->ofi[region - PERF_REGION_OFI] != NULL)) {
+            return perf_ofi_target_memory(srv->ofi[region - PERF_REGION_OFI],
+                                          len_p);
+        }
         return NULL;
     }
 }
@@ -124,6 +127,7 @@ static int perf_server_command(perf_server_t *srv, int fd)
     uint64_t rss[2];
     char name[64];
     int in_range;
+    perf_ofi_target_t **ofi;
 
     if (perf_ctl_read_all(fd, &hdr, sizeof(hdr))) {
         return -1;
@@ -132,6 +136,9 @@ static int perf_server_command(perf_server_t *srv, int fd)
     mem      = perf_server_region(srv, hdr.region, &len);
     in_range = (mem != NULL) && (hdr.offset <= len) &&
                (hdr.length <= len - hdr.offset);
+    /* OFI_OPEN and OFI_CLOSE: the provider's index */
+    ofi      = (hdr.offset < PERF_MAX_OFI_PROVIDERS) ? &srv->ofi[hdr.offset] :
+               NULL;
 
     switch (hdr.cmd) {
     case PERF_CMD_WRITE:
@@ -159,28 +166,31 @@ static int perf_server_command(perf_server_t *srv, int fd)
         rss[1] = perf_malloc_calls();
         return perf_server_reply(fd, 0, rss, sizeof(rss)) ? -1 : 1;
     case PERF_CMD_OFI_OPEN:
-        if ((hdr.length >= sizeof(name)) ||
+        if ((hdr.length >= sizeof(name)) || (ofi == NULL) ||
             perf_ctl_read_all(fd, name, hdr.length)) {
             return -1;
         }
         name[hdr.length] = '\0';
-        if (srv->ofi != NULL) {
-            perf_ofi_target_close(srv->ofi);
-            srv->ofi = NULL;
+        if (*ofi != NULL) {
+            perf_ofi_target_close(*ofi);
+            *ofi = NULL;
         }
-        if (perf_ofi_target_open(name, &srv->ofi) != 0) {
+        if (perf_ofi_target_open(name, ofi) != 0) {
             return perf_server_reply(fd, -1, NULL, 0) ? -1 : 1;
         }
-        blob = perf_ofi_target_info(srv->ofi, &len);
+        blob = perf_ofi_target_info(*ofi, &len);
         if (perf_server_reply(fd, 0, NULL, 0) ||
             perf_ctl_send_blob(fd, blob, len)) {
             return -1;
         }
         return 1;
     case PERF_CMD_OFI_CLOSE:
-        if (srv->ofi != NULL) {
-            perf_ofi_target_close(srv->ofi);
-            srv->ofi = NULL;
+        if (ofi == NULL) {
+            return -1;
+        }
+        if (*ofi != NULL) {
+            perf_ofi_target_close(*ofi);
+            *ofi = NULL;
         }
         return perf_server_reply(fd, 0, NULL, 0) ? -1 : 1;
     case PERF_CMD_QUIT:
@@ -197,6 +207,7 @@ int perf_server_run(int fd)
     struct pollfd pfd = {fd, POLLIN, 0};
     perf_server_t srv;
     int ret = 1, i;
+    unsigned k;
 
     memset(&srv, 0, sizeof(srv));
     if (perf_node_init(&srv.node)) {
@@ -209,8 +220,10 @@ int perf_server_run(int fd)
     for (;;) {
         for (i = 0; i < PERF_SERVER_SPIN; ++i) {
             ucp_worker_progress(srv.node.worker);
-            if (srv.ofi != NULL) {
-                perf_ofi_target_progress(srv.ofi);
+            for (k = 0; k < PERF_MAX_OFI_PROVIDERS; ++k) {
+                if (srv.ofi[k] != NULL) {
+                    perf_ofi_target_progress(srv.ofi[k]);
+                }
             }
         }
         if (poll(&pfd, 1, 0) <= 0) {
@@ -223,8 +236,10 @@ int perf_server_run(int fd)
         }
     }
 
-    if (srv.ofi != NULL) {
-        perf_ofi_target_close(srv.ofi);
+    for (k = 0; k < PERF_MAX_OFI_PROVIDERS; ++k) {
+        if (srv.ofi[k] != NULL) {
+            perf_ofi_target_close(srv.ofi[k]);
+        }
     }
     ucp_mem_unmap(srv.node.context, srv.ucp_memh);
     fiatomic_mem_unexpose(srv.mem);

@@ -41,7 +41,8 @@ int perf_single_run(const perf_opts_t *o)
     perf_session_t s;
     perf_row_t row, row_ordered;
     int has_ordered = 0;
-    char name[64];
+    char name[64], stage[80];
+    unsigned i;
 
     if (perf_session_open(&s, o)) {
         return -1;
@@ -64,7 +65,7 @@ int perf_single_run(const perf_opts_t *o)
     }
 
     if (o->fmt == PERF_FMT_CSV) {
-        perf_report_csv_header();
+        perf_report_csv_header(o);
         perf_report_table_row(o, s.transport, &row);
     } else {
         printf("+ %s: %s, count %zu, window %u, strategy %s%s, UCX_TLS=%s\n",
@@ -86,8 +87,14 @@ int perf_single_run(const perf_opts_t *o)
             if (row.has_ucp) {
                 perf_report_single("Final (ucp):", &row.ucp);
             }
-            if (row.has_ofi) {
-                perf_report_single("Final (ofi):", &row.ofi);
+            for (i = 0; i < perf_row_num_ofi(o); ++i) {
+                if (row.has_ofi[i]) {
+                    /* "Final (ofi):" for the provider of the transport */
+                    snprintf(stage, sizeof(stage), "Final (%s):",
+                             o->num_ofi_providers ?
+                             perf_row_ofi_name(o, i) : "ofi");
+                    perf_report_single(stage, &row.ofi[i]);
+                }
             }
             if (has_ordered) {
                 printf("  ordered / unordered typical latency x%.3f, "
@@ -98,12 +105,25 @@ int perf_single_run(const perf_opts_t *o)
                        row_ordered.fia.rate / row.fia.rate);
             }
             perf_single_ratio("ucp", row.has_ucp, &row.ucp, &row.fia);
-            perf_single_ratio("libfabric", row.has_ofi, &row.ofi, &row.fia);
+            for (i = 0; i < perf_row_num_ofi(o); ++i) {
+                perf_single_ratio(perf_row_ofi_name(o, i), row.has_ofi[i],
+                                  &row.ofi[i], &row.fia);
+            }
             if (o->baseline_ucp && !row.has_ucp) {
                 printf("  (no raw UCP equivalent for this cell)\n");
             }
-            if (o->baseline_ofi && !row.has_ofi) {
-                perf_single_no_ofi(&s);
+            for (i = 0; i < perf_row_num_ofi(o); ++i) {
+                if (row.has_ofi[i]) {
+                    continue;
+                } else if (o->num_ofi_providers) {
+                    printf("  (no libfabric %s equivalent for this cell)\n",
+                           perf_row_ofi_name(o, i));
+                } else {
+                    perf_single_no_ofi(&s);
+                }
+            }
+            if (row.failed) { /* a provider named that is not there */
+                printf("FAIL: %s\n", row.msg);
             }
         } else if (row.failed) {
             printf("FAIL: %s\n", row.msg);
