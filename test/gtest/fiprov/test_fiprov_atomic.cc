@@ -21,6 +21,7 @@
 #include <rdma/fi_atomic.h>
 
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include <algorithm>
@@ -438,6 +439,41 @@ TEST_P(atomic2p, inject_on_fetch_and_compare_msg_forms)
     uint64_t got;
     memcpy(&got, after.data(), 8);
     EXPECT_EQ(9u, got);
+}
+
+/* The peer closes its domain and exits the moment it sees the last of the
+ * initiator's adds land: each add still completes without error at the
+ * initiator, counted once (delivery complete needs the transport's
+ * acknowledgement, which the peer's close must send, not drop: Sandia
+ * OpenSHMEM's last barrier does exactly this). */
+TEST_P(atomic2p, peer_closing_right_after_the_data_fails_nothing)
+{
+    const uint64_t n = 200;
+    const size_t off = 256;
+    uint64_t one = 1;
+    std::vector<uint8_t> zero(8, 0);
+
+    m_peer.set(off, zero);
+    m_peer.leave_when(off, n);
+    for (uint64_t i = 0; i < n; ++i) {
+        ssize_t ret;
+        do {
+            ret = fi_atomic(m_o.ep, &one, 1, NULL, m_dest, m_peer.base + off,
+                            m_peer.key, FI_UINT64, FI_SUM, NULL);
+            if (ret == -FI_EAGAIN) {
+                (void)fi_cntr_read(m_o.wcntr);
+            }
+        } while (ret == -FI_EAGAIN);
+        ASSERT_EQ(0, ret);
+    }
+    /* every add ends: counted, or counted as an error */
+    for (int i = 0; (i < peer_wait_ms) &&
+         (fi_cntr_read(m_o.wcntr) + fi_cntr_readerr(m_o.wcntr) < n); ++i) {
+        usleep(1000);
+    }
+    EXPECT_EQ(0, m_peer.leave_wait());
+    EXPECT_EQ(n, fi_cntr_read(m_o.wcntr));
+    EXPECT_EQ(0u, fi_cntr_readerr(m_o.wcntr));
 }
 
 /* both processes fetch-add one element: every value fetched once */
