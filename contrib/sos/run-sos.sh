@@ -78,6 +78,9 @@ if [ "$provider" = fiatomic ]; then
         provpath=${ATOMICX_BUILD_DIR:-$top/build-release}/src/prov/fiatomic/.libs
     fi
     [ -f "$provpath/libfiatomic-fi.so" ] || die "no libfiatomic-fi.so in $provpath"
+    # the tests run in a directory of their own: a relative path would
+    # leave libfabric without the provider
+    provpath=$(cd "$provpath" && pwd)
     export FI_PROVIDER_PATH=$provpath
 fi
 export FI_PROVIDER=$provider SHMEM_OFI_PROVIDER=$provider

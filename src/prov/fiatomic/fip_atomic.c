@@ -199,9 +199,18 @@ static ssize_t fip_atomic_post(fip_ep_t *ep, fiatomic_family_t family,
         return -FI_EINVAL;
     }
     if (flags & FI_INJECT) {
+        /* every family: fi_atomic(3)'s FI_INJECT gives back the source and
+         * compare buffers at return (libfiatomic takes their values at the
+         * call), never the result buffer; each within the inject size */
         bytes = fip_atomic_elements(msg->msg_iov, msg->iov_count) *
                 fip_atomic_dt_size(msg->datatype);
-        if ((family != FIATOMIC_FAMILY_BASE) || (bytes > FIP_INJECT_SIZE)) {
+        if ((comparev != NULL) &&
+            (fip_atomic_elements(comparev, compare_count) *
+             fip_atomic_dt_size(msg->datatype) > bytes)) {
+            bytes = fip_atomic_elements(comparev, compare_count) *
+                    fip_atomic_dt_size(msg->datatype);
+        }
+        if (bytes > FIP_INJECT_SIZE) {
             return -FI_EINVAL;
         }
     }

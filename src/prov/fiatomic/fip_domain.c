@@ -59,11 +59,16 @@ void fip_domain_child_remove(fip_domain_t *domain)
     pthread_mutex_unlock(&domain->lock);
 }
 
+/* Called where the program reads or waits for completions (fi_cq_read,
+ * fi_cntr_read, the waits), under both progress models. Under AUTO the
+ * thread alone would do: but a program that spins on a counter takes the
+ * core the thread needs (two processes with a spinning thread and a
+ * progress thread each on two cores: 800 us per blocking fetch-add, the
+ * thread running once per time slice), so the spinning call progresses
+ * itself. The worker is thread-safe under AUTO (fip_domain_ucp_open). */
 void fip_domain_progress(fip_domain_t *domain)
 {
-    if (domain->data_progress == FI_PROGRESS_MANUAL) {
-        ucp_worker_progress(domain->ucp_worker);
-    }
+    ucp_worker_progress(domain->ucp_worker);
 }
 
 static int fip_domain_close(struct fid *fid)

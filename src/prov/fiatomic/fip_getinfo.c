@@ -300,26 +300,54 @@ int fip_getinfo(uint32_t version, const char *node, const char *service,
     return 0;
 }
 
+/* FI_SEND and FI_RECV modify the message capabilities (FI_MSG, FI_TAGGED):
+ * without either they restrict nothing, and a program may name them when it
+ * opens an endpoint (Sandia OpenSHMEM adds FI_RECV to an RMA and atomic
+ * endpoint "to drive progress on the CQ"). Drop them from a copy of the
+ * info then, so that the endpoint opens with what it implements. */
+static void fip_drop_idle_modifiers(struct fi_info *info)
+{
+    const uint64_t msg = FI_MSG | FI_TAGGED;
+    const uint64_t modifiers = FI_SEND | FI_RECV;
+
+    if (!(info->caps & msg)) {
+        info->caps &= ~modifiers;
+    }
+    if ((info->tx_attr != NULL) && !(info->tx_attr->caps & msg)) {
+        info->tx_attr->caps &= ~modifiers;
+    }
+    if ((info->rx_attr != NULL) && !(info->rx_attr->caps & msg)) {
+        info->rx_attr->caps &= ~modifiers;
+    }
+}
+
 int fip_getinfo_check_open(uint32_t version, const struct fi_info *info)
 {
     static const uint64_t mr_modes[] = {FIP_MR_MODE_PROV,
                                         FIP_MR_MODE_PROGRAM};
-    struct fi_info *offer;
+    struct fi_info *offer, *asked;
     size_t i;
-    int ret;
+    int ret = -FI_EINVAL;
 
+    asked = fi_dupinfo(info);
+    if (asked == NULL) {
+        return -FI_ENOMEM;
+    }
+    fip_drop_idle_modifiers(asked);
     /* an info the provider gave (or one it would accept as hints) names
      * attributes the provider implements */
     for (i = 0; i < sizeof(mr_modes) / sizeof(mr_modes[0]); ++i) {
         offer = fip_offer(mr_modes[i]);
         if (offer == NULL) {
-            return -FI_ENOMEM;
+            ret = -FI_ENOMEM;
+            break;
         }
-        ret = fip_info_match(version, info, offer);
+        ret = (fip_info_match(version, asked, offer) == 0) ? 0 : -FI_EINVAL;
         fi_freeinfo(offer);
         if (ret == 0) {
-            return 0;
+            break;
         }
     }
-    return -FI_EINVAL;
+    fi_freeinfo(asked);
+    return ret;
 }

@@ -92,24 +92,49 @@ static int fip_peer_connect(fip_domain_t *domain, fip_peer_t *peer)
     return 0;
 }
 
-/* end a UCP endpoint, bounded (the progress thread is stopped) */
+/* wait for a UCP request, bounded; 1 if it ended */
+static int fip_peer_ucp_wait(fip_domain_t *domain, ucs_status_ptr_t req,
+                             int64_t deadline)
+{
+    while (ucp_request_check_status(req) == UCS_INPROGRESS) {
+        if (fip_now_ns() >= deadline) {
+            return 0;
+        }
+        ucp_worker_progress(domain->ucp_worker);
+    }
+    return 1;
+}
+
+/* End a UCP endpoint, bounded (the progress thread is stopped): flushed
+ * first, then closed by force. The flush sends what this side still owes
+ * the peer, the transport's acknowledgements of the peer's writes included:
+ * a forced close alone dropped them, and a peer that counts a write once it
+ * is acknowledged (delivery complete) saw it fail when this process closed
+ * its domain right after seeing the data (Sandia OpenSHMEM's last barrier).
+ * The forced close does not wait for the peer (a flushing close waits for
+ * its disconnect, which a peer that is not progressing never gives) and
+ * ends the flush if the deadline passed. */
 static void fip_peer_ucp_close(fip_domain_t *domain, ucp_ep_h ep)
 {
     ucp_request_param_t param = {0};
     int64_t deadline = fip_wait_deadline(1000);
-    ucs_status_ptr_t req;
+    ucs_status_ptr_t flush, req;
+
+    flush = ucp_ep_flush_nbx(ep, &param);
+    if (UCS_PTR_IS_PTR(flush)) {
+        (void)fip_peer_ucp_wait(domain, flush, deadline);
+    }
 
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
     req = ucp_ep_close_nbx(ep, &param);
-    if (!UCS_PTR_IS_PTR(req)) {
-        return;
+    if (UCS_PTR_IS_PTR(req)) {
+        (void)fip_peer_ucp_wait(domain, req, fip_wait_deadline(1000));
+        ucp_request_free(req);
     }
-    while ((ucp_request_check_status(req) == UCS_INPROGRESS) &&
-           (fip_now_ns() < deadline)) {
-        ucp_worker_progress(domain->ucp_worker);
+    if (UCS_PTR_IS_PTR(flush)) {
+        ucp_request_free(flush);
     }
-    ucp_request_free(req);
 }
 
 static void fip_peer_free(fip_domain_t *domain, fip_peer_t *peer)

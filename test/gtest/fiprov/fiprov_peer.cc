@@ -144,6 +144,31 @@ std::vector<uint64_t> peer::fetch_add(size_t offset, uint64_t n)
     return fetched;
 }
 
+void peer::leave_when(size_t offset, uint64_t value)
+{
+    uint64_t args[2] = {offset, value};
+    char cmd         = 'W';
+
+    ASSERT_TRUE(io_full(m_to, &cmd, 1, true));
+    ASSERT_TRUE(send_msg(m_to, args, sizeof(args)));
+}
+
+int peer::leave_wait()
+{
+    int status = -1;
+
+    for (int i = 0; (i < pipe_timeout_ms) && (m_pid > 0); ++i) {
+        if (waitpid(m_pid, &status, WNOHANG) == m_pid) {
+            ::close(m_to);
+            ::close(m_from);
+            m_pid = -1;
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+        }
+        usleep(1000);
+    }
+    return -1; /* stop() ends it */
+}
+
 uint64_t peer::replace_region()
 {
     std::vector<uint8_t> reply;
@@ -323,6 +348,14 @@ int peer_fetch_add(peer_state *s, uint64_t offset, uint64_t n,
     return 0;
 }
 
+int64_t fiprov_now_ms()
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 int peer_serve(peer_state *s, int in, int out)
 {
     std::vector<uint8_t> msg, reply;
@@ -386,6 +419,24 @@ int peer_serve(peer_state *s, int in, int out)
             k = fi_mr_key(s->mr);
             reply.assign((uint8_t*)&k, (uint8_t*)&k + 8);
             break;
+        }
+        case 'W': {
+            /* close and exit the moment the value is there: what the
+             * transport still owes the initiator for it must go out */
+            int64_t deadline;
+            memcpy(args, msg.data(), 16);
+            if (args[0] + 8 > peer_region_len) {
+                return 2;
+            }
+            deadline = fiprov_now_ms() + pipe_timeout_ms;
+            while (__atomic_load_n((uint64_t*)((char*)s->region + args[0]),
+                                   __ATOMIC_ACQUIRE) != args[1]) {
+                (void)fi_cntr_read(s->o.rcntr);
+                if (fiprov_now_ms() > deadline) {
+                    return 7;
+                }
+            }
+            return 0;
         }
         case 'Q':
             return 0;

@@ -43,6 +43,13 @@ public:
     std::vector<uint64_t> fetch_add(size_t offset, uint64_t n);
     /** The peer closes its region and registers a new one: the new key. */
     uint64_t replace_region();
+    /** Ask the peer to close its domain and exit as soon as the 8 bytes at
+     *  offset hold value (it polls them, progressing its domain); returns
+     *  at once: finish with leave_wait(). */
+    void leave_when(size_t offset, uint64_t value);
+    /** After leave_when: the peer's exit status (0: saw the value, closed
+     *  cleanly), waiting at most pipe_timeout_ms. */
+    int leave_wait();
 
     std::vector<uint8_t> addr;  /* fi_getname */
     uint64_t             key  = 0;

@@ -21,6 +21,7 @@
 #include <rdma/fi_atomic.h>
 
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include <algorithm>
@@ -385,6 +386,94 @@ TEST_P(atomic2p, closed_region_key_is_refused)
     uint64_t got;
     memcpy(&got, after.data(), 8);
     EXPECT_EQ(5u, got);
+}
+
+/* FI_INJECT on the fetching and comparing msg forms (fi_atomic(3): the
+ * source and compare buffers are the program's again on return; the result
+ * buffer is written at completion), and FI_ATOMIC_READ with no source
+ * buffer: how Sandia OpenSHMEM fetches, swaps and compare-swaps. The
+ * buffers are overwritten right after each call: the operation must have
+ * taken their values at the call. */
+TEST_P(atomic2p, inject_on_fetch_and_compare_msg_forms)
+{
+    const size_t off = 128;
+    uint64_t src = 7, cmp = 0, res = ~0ull, res2 = ~0ull, res3 = ~0ull;
+    std::vector<uint8_t> init(8, 0);
+    init[0] = 40;
+    m_peer.set(off, init);
+
+    struct fi_ioc srcv = {&src, 1}, cmpv = {&cmp, 1};
+    struct fi_ioc resv = {&res, 1}, resv2 = {&res2, 1}, resv3 = {&res3, 1};
+    struct fi_rma_ioc rmav = {m_peer.base + off, 1, m_peer.key};
+    struct fi_msg_atomic msg = {};
+    msg.msg_iov       = &srcv;
+    msg.iov_count     = 1;
+    msg.addr          = m_dest;
+    msg.rma_iov       = &rmav;
+    msg.rma_iov_count = 1;
+    msg.datatype      = FI_UINT64;
+
+    /* fetch-add 7: 40 -> 47, fetches 40 */
+    msg.op = FI_SUM;
+    ASSERT_EQ(0, fi_fetch_atomicmsg(m_o.ep, &msg, &resv, NULL, 1, FI_INJECT));
+    src = 1000;
+    /* compare-swap 47 -> 9 */
+    cmp = 47;
+    src = 9;
+    msg.op = FI_CSWAP;
+    ASSERT_EQ(0, fi_compare_atomicmsg(m_o.ep, &msg, &cmpv, NULL, 1, &resv2,
+                                      NULL, 1, FI_INJECT));
+    cmp = 1000;
+    src = 1000;
+    /* atomic read with no source buffer */
+    struct fi_ioc nosrc = {NULL, 1};
+    msg.msg_iov = &nosrc;
+    msg.op      = FI_ATOMIC_READ;
+    ASSERT_EQ(0, fi_fetch_atomicmsg(m_o.ep, &msg, &resv3, NULL, 1, FI_INJECT));
+
+    ASSERT_EQ(0, fi_cntr_wait(m_o.rcntr, 3, peer_wait_ms));
+    EXPECT_EQ(40u, res);
+    EXPECT_EQ(47u, res2);
+    EXPECT_EQ(9u, res3);
+    std::vector<uint8_t> after = m_peer.get(off, 8);
+    uint64_t got;
+    memcpy(&got, after.data(), 8);
+    EXPECT_EQ(9u, got);
+}
+
+/* The peer closes its domain and exits the moment it sees the last of the
+ * initiator's adds land: each add still completes without error at the
+ * initiator, counted once (delivery complete needs the transport's
+ * acknowledgement, which the peer's close must send, not drop: Sandia
+ * OpenSHMEM's last barrier does exactly this). */
+TEST_P(atomic2p, peer_closing_right_after_the_data_fails_nothing)
+{
+    const uint64_t n = 200;
+    const size_t off = 256;
+    uint64_t one = 1;
+    std::vector<uint8_t> zero(8, 0);
+
+    m_peer.set(off, zero);
+    m_peer.leave_when(off, n);
+    for (uint64_t i = 0; i < n; ++i) {
+        ssize_t ret;
+        do {
+            ret = fi_atomic(m_o.ep, &one, 1, NULL, m_dest, m_peer.base + off,
+                            m_peer.key, FI_UINT64, FI_SUM, NULL);
+            if (ret == -FI_EAGAIN) {
+                (void)fi_cntr_read(m_o.wcntr);
+            }
+        } while (ret == -FI_EAGAIN);
+        ASSERT_EQ(0, ret);
+    }
+    /* every add ends: counted, or counted as an error */
+    for (int i = 0; (i < peer_wait_ms) &&
+         (fi_cntr_read(m_o.wcntr) + fi_cntr_readerr(m_o.wcntr) < n); ++i) {
+        usleep(1000);
+    }
+    EXPECT_EQ(0, m_peer.leave_wait());
+    EXPECT_EQ(n, fi_cntr_read(m_o.wcntr));
+    EXPECT_EQ(0u, fi_cntr_readerr(m_o.wcntr));
 }
 
 /* both processes fetch-add one element: every value fetched once */

@@ -273,6 +273,37 @@ TEST_F(ep, messages_not_implemented)
     EXPECT_EQ(-FI_ENOSYS, fi_tsend(e, &buf, 8, NULL, 0, 0, NULL));
 }
 
+/* FI_SEND and FI_RECV modify the message capabilities: with neither FI_MSG
+ * nor FI_TAGGED they restrict nothing, and a program may name them when it
+ * opens an RMA and atomic endpoint (Sandia OpenSHMEM's context endpoints
+ * add FI_RECV, and rx caps FI_RECV alone, "to drive progress on the CQ");
+ * messages themselves stay refused. */
+TEST_F(ep, idle_direction_modifiers_accepted_messages_refused)
+{
+    struct fid_ep *e = NULL;
+
+    m_head->caps            = FI_RMA | FI_WRITE | FI_READ | FI_ATOMIC |
+                              FI_RECV;
+    m_head->tx_attr->caps   = m_head->caps;
+    m_head->rx_attr->caps   = FI_RECV;
+    ASSERT_EQ(0, fi_endpoint(m_domain, m_head, &e, NULL));
+    ASSERT_NE(nullptr, e);
+    m_eps.push_back(e);
+
+    e = NULL;
+    m_head->caps          |= FI_SEND;
+    m_head->tx_attr->caps |= FI_SEND;
+    ASSERT_EQ(0, fi_endpoint(m_domain, m_head, &e, NULL));
+    ASSERT_NE(nullptr, e);
+    m_eps.push_back(e);
+
+    e = NULL;
+    m_head->caps          |= FI_MSG;
+    m_head->tx_attr->caps |= FI_MSG;
+    EXPECT_NE(0, fi_endpoint(m_domain, m_head, &e, NULL));
+    EXPECT_EQ(nullptr, e);
+}
+
 TEST_F(ep, bad_open)
 {
     struct fid_ep *e = NULL;
