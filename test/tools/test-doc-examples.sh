@@ -205,6 +205,7 @@ good_runs=(
     "$perf|--family base --op bor --datatype u16 --count 3 --window 2 --iters 100 --warmup 0 --no-verify --progress --baseline libfabric"
     "$perf|--matrix --transports posix -n 5 -w 1 --strategy direct"
     "$perf|--goals --goal rss-growth-mib --transports posix -n 5"
+    "$perf|-f fetch -o sum -d u64 -n 50 -w 5 --providers shm"
     "$perf|--scale --initiators 1 --elements disjoint --seconds 0.02 -w 2"
     "$perf|-h"
     "$perf|--help"
@@ -242,6 +243,7 @@ bad_runs=(
     "$perf|--warmup x|invalid warm-up count 'x'"
     "$perf|--strategy Native|invalid strategy 'Native'"
     "$perf|--baseline mpi|invalid baseline 'mpi'"
+    "$perf|--providers shm,,tcp|invalid provider list 'shm,,tcp'"
     "$perf|--ordered=x|doesn't allow an argument"
     "$perf|--verify=x|doesn't allow an argument"
     "$perf|--no-verify=x|doesn't allow an argument"
@@ -267,7 +269,7 @@ ofi=1
 "$perf" --baseline libfabric --help > /dev/null 2>&1 || ofi=0
 for run in "${good_runs[@]}"; do
     tool=${run%%|*}; args=${run#*|}
-    [ $ofi -eq 1 ] || [[ $args != *libfabric* ]] || { echo "  (built without libfabric: skipped $args)"; continue; }
+    [ $ofi -eq 1 ] || [[ $args != *libfabric* && $args != *--providers* ]] || { echo "  (built without libfabric: skipped $args)"; continue; }
     if [[ $args == *"&" ]]; then
         # shellcheck disable=SC2086
         "$tool" ${args%&} > "$tmp/server" 2>&1 &
