@@ -53,6 +53,7 @@ static bool fiatomic_tl_is_cpu(const char *name, size_t len)
 void fiatomic_ucx_ep_detect_lanes(fiatomic_ep_h ep)
 {
     bool any_amo = false, all_cpu = true, sm = false, keepalive = false;
+    bool wireup = false;
     char *text = NULL, *line, *save = NULL, *tl, *end;
     size_t size = 0;
     FILE *stream;
@@ -71,6 +72,9 @@ void fiatomic_ucx_ep_detect_lanes(fiatomic_ep_h ep)
         }
         if (strstr(line, " keepalive") != NULL) {
             keepalive = true;
+        }
+        if (strstr(line, " wireup") != NULL) {
+            wireup = true;
         }
         if (strstr(line, " amo#") == NULL) {
             continue;
@@ -98,7 +102,10 @@ void fiatomic_ucx_ep_detect_lanes(fiatomic_ep_h ep)
     ep->domain         = all_cpu ? FIATOMIC_DOMAIN_CPU : FIATOMIC_DOMAIN_DEVICE;
     ep->needs_progress = !any_amo;
     ep->sm_amo         = sm;
-    ep->ucp_amo_ok     = !(keepalive && ep->fia->ucp_amo_peer_err_broken);
+    /* a lane still carrying wireup messages: the keepalive lane may be
+     * yet to come (see fiatomic_ucx_context_detect_amo) */
+    ep->ucp_amo_ok     = !((keepalive || wireup) &&
+                           ep->fia->ucp_amo_peer_err_broken);
     return;
 
 out_unknown:
@@ -194,7 +201,11 @@ static bool fiatomic_ucx_proto_v2(void)
  * UCP_ERR_HANDLING_MODE_PEER: the operation fails with "cannot find remote
  * protocol" and UCP fails the endpoint. Such an endpoint has a keepalive
  * lane (UCP adds one for the peer error mode only), which is how
- * fiatomic_ucx_ep_detect_lanes() tells it. UCX 1.13.1 and 1.22's v1
+ * fiatomic_ucx_ep_detect_lanes() tells it. A client's endpoint to a
+ * socket address gets its keepalive lane only when wireup ends, after a
+ * first round trip of active messages can already have completed: until
+ * then it has a lane that carries wireup messages, and such an endpoint is
+ * taken to be one with the peer error mode. UCX 1.13.1 and 1.22's v1
  * protocols (UCX_PROTO_ENABLE=n) execute them.
  */
 void fiatomic_ucx_context_detect_amo(fiatomic_h fia)
