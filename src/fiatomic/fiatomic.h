@@ -266,7 +266,15 @@ enum fiatomic_ep_flags {
     /** As FI_SELECTIVE_COMPLETION: the *msg calls report completion only
      *  with FI_COMPLETION; other operations complete silently and are
      *  waited for by fiatomic_ep_flush_nbx(). */
-    FIATOMIC_EP_FLAG_SELECTIVE_COMPLETION = UCS_BIT(0)
+    FIATOMIC_EP_FLAG_SELECTIVE_COMPLETION = UCS_BIT(0),
+    /** The ucp_ep_h was created with UCP_ERR_HANDLING_MODE_PEER. UCP has
+     *  no query for an endpoint's error mode, and UCX 1.22's protocols
+     *  execute no UCP atomics on such an endpoint; without this flag the
+     *  library infers the mode from the endpoint's keepalive lane, which a
+     *  client's endpoint to a socket address gets only when its wireup
+     *  ends. Setting it on an endpoint without the mode only keeps the
+     *  native and cas strategies off it on UCX >= 1.22. */
+    FIATOMIC_EP_FLAG_PEER_ERR_MODE        = UCS_BIT(1)
 };
 
 typedef struct fiatomic_ep_params {

@@ -32,7 +32,8 @@ static ucs_status_t fiatomic_ep_create_locked(fiatomic_h fia, ucp_ep_h ucp_ep,
     }
 
     if ((params != NULL) && (params->field_mask & FIATOMIC_EP_PARAM_FIELD_FLAGS)) {
-        if (params->flags & ~FIATOMIC_EP_FLAG_SELECTIVE_COMPLETION) {
+        if (params->flags & ~(FIATOMIC_EP_FLAG_SELECTIVE_COMPLETION |
+                              FIATOMIC_EP_FLAG_PEER_ERR_MODE)) {
             return UCS_ERR_INVALID_PARAM;
         }
         flags = params->flags;

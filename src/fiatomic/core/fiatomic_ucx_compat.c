@@ -52,8 +52,8 @@ static bool fiatomic_tl_is_cpu(const char *name, size_t len)
  */
 void fiatomic_ucx_ep_detect_lanes(fiatomic_ep_h ep)
 {
-    bool any_amo = false, all_cpu = true, sm = false, keepalive = false;
-    bool wireup = false;
+    bool any_amo = false, all_cpu = true, sm = false;
+    bool peer_err = (ep->flags & FIATOMIC_EP_FLAG_PEER_ERR_MODE) != 0;
     char *text = NULL, *line, *save = NULL, *tl, *end;
     size_t size = 0;
     FILE *stream;
@@ -71,10 +71,7 @@ void fiatomic_ucx_ep_detect_lanes(fiatomic_ep_h ep)
             continue;
         }
         if (strstr(line, " keepalive") != NULL) {
-            keepalive = true;
-        }
-        if (strstr(line, " wireup") != NULL) {
-            wireup = true;
+            peer_err = true; /* UCP adds the lane for that mode only */
         }
         if (strstr(line, " amo#") == NULL) {
             continue;
@@ -102,10 +99,7 @@ void fiatomic_ucx_ep_detect_lanes(fiatomic_ep_h ep)
     ep->domain         = all_cpu ? FIATOMIC_DOMAIN_CPU : FIATOMIC_DOMAIN_DEVICE;
     ep->needs_progress = !any_amo;
     ep->sm_amo         = sm;
-    /* a lane still carrying wireup messages: the keepalive lane may be
-     * yet to come (see fiatomic_ucx_context_detect_amo) */
-    ep->ucp_amo_ok     = !((keepalive || wireup) &&
-                           ep->fia->ucp_amo_peer_err_broken);
+    ep->ucp_amo_ok     = !(peer_err && ep->fia->ucp_amo_peer_err_broken);
     return;
 
 out_unknown:
@@ -201,11 +195,12 @@ static bool fiatomic_ucx_proto_v2(void)
  * UCP_ERR_HANDLING_MODE_PEER: the operation fails with "cannot find remote
  * protocol" and UCP fails the endpoint. Such an endpoint has a keepalive
  * lane (UCP adds one for the peer error mode only), which is how
- * fiatomic_ucx_ep_detect_lanes() tells it. A client's endpoint to a
- * socket address gets its keepalive lane only when wireup ends, after a
- * first round trip of active messages can already have completed: until
- * then it has a lane that carries wireup messages, and such an endpoint is
- * taken to be one with the peer error mode. UCX 1.13.1 and 1.22's v1
+ * fiatomic_ucx_ep_detect_lanes() tells it, unless the program said so with
+ * FIATOMIC_EP_FLAG_PEER_ERR_MODE: a client's endpoint to a socket address
+ * gets its keepalive lane only when wireup ends, after a first round trip
+ * of active messages can already have completed. (Every endpoint's lane
+ * that carries wireup messages keeps its "wireup" mark for good, error
+ * mode or not, so it tells nothing.) UCX 1.13.1 and 1.22's v1
  * protocols (UCX_PROTO_ENABLE=n) execute them.
  */
 void fiatomic_ucx_context_detect_amo(fiatomic_h fia)

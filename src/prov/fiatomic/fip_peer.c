@@ -81,8 +81,12 @@ static int fip_peer_connect(fip_domain_t *domain, fip_peer_t *peer)
         return -FI_ECONNREFUSED;
     }
 
-    fparams.field_mask = FIATOMIC_EP_PARAM_FIELD_MSG_ORDER;
+    fparams.field_mask = FIATOMIC_EP_PARAM_FIELD_MSG_ORDER |
+                         FIATOMIC_EP_PARAM_FIELD_FLAGS;
     fparams.msg_order  = FIP_MSG_ORDER;
+    /* the endpoint is still in wireup: its keepalive lane, which would
+     * tell the library the error mode, is yet to come */
+    fparams.flags      = FIATOMIC_EP_FLAG_PEER_ERR_MODE;
     status = fiatomic_ep_create(domain->fia, peer->ucp_ep, &fparams,
                                 &peer->fep);
     if (status != UCS_OK) {

@@ -208,6 +208,94 @@ TEST(peer_error_mode, ucp_atomics_by_ucx_version)
     }
 }
 
+/*
+ * An endpoint without the peer error mode keeps UCP's atomics on every UCX
+ * version, whatever other lanes it has: UCP marks the lane that carries its
+ * wireup messages for the endpoint's whole life ("wireup"), error mode or
+ * not, and that mark must not take the native strategy away (over
+ * self,tcp the endpoint has a self amo lane and a tcp wireup lane). An
+ * endpoint whose creator says it has the mode (FIATOMIC_EP_FLAG_PEER_ERR_MODE:
+ * a client's endpoint to a socket address shows its keepalive lane only
+ * once wireup ends) is refused UCP's atomics exactly where the peer error
+ * mode has none (ucp_atomics_by_ucx_version), and keeps working.
+ */
+TEST(peer_error_mode, stated_by_the_flag_not_by_the_wireup_lane)
+{
+    struct proto_default {
+        bool set = ucx_at_least_1_22() &&
+                   (getenv("UCX_PROTO_ENABLE") == NULL) &&
+                   (setenv("UCX_PROTO_ENABLE", "y", 1) == 0);
+        ~proto_default()
+        {
+            if (set) {
+                unsetenv("UCX_PROTO_ENABLE");
+            }
+        }
+    } proto;
+    std::string skip, error;
+    config cfg = {"self", false, "native", true};
+    uint64_t one = 1, old = 0, value = 7, after = 0;
+    fiatomic_cell_info_t info;
+
+    if (!transport_missing("tcp").empty()) {
+        GTEST_SKIP() << transport_missing("tcp");
+    }
+    auto conn = connection::create(cfg, {{"TLS", "self,tcp"}}, NULL, &skip,
+                                   &error);
+    if (!skip.empty()) {
+        GTEST_SKIP() << skip;
+    }
+    ASSERT_TRUE(conn != NULL) << error;
+    ASSERT_TRUE(conn->tgt().write(0, 0, &value, sizeof(value), &error))
+            << error;
+
+    /* no error mode, no flag: native, and UCP's fetch-add runs */
+    ASSERT_EQ(0, fiatomic_query_cell(conn->ep(), conn->key(0),
+                                     FIATOMIC_FAMILY_FETCH, FI_UINT64, FI_SUM,
+                                     &info));
+    EXPECT_EQ(FIATOMIC_STRATEGY_NATIVE, info.strategy);
+    ucs_status_ptr_t p = fiatomic_fetch_atomic_nbx(
+            conn->ep(), &one, 1, &old, conn->base(0), conn->key(0), FI_UINT64,
+            FI_SUM, NULL);
+    EXPECT_EQ(UCS_OK, conn->wait(p, 10.0));
+    EXPECT_EQ(7u, old);
+
+    /* the flag: UCP's atomics only where peer-error-mode endpoints have
+     * them */
+    fiatomic_ep_params_t params = {};
+    params.field_mask = FIATOMIC_EP_PARAM_FIELD_FLAGS;
+    params.flags      = FIATOMIC_EP_FLAG_PEER_ERR_MODE;
+    ucp_ep_h ucp_ep2;
+    fiatomic_ep_h ep2;
+    uint64_t key2;
+    bool ucp = ucp_amo_on_peer_err_eps();
+    const std::vector<uint8_t> &packed = conn->tgt().info().key[0];
+
+    ASSERT_TRUE(conn->create_second_ep(&ucp_ep2, &ep2, &error, &params))
+            << error;
+    ASSERT_EQ(UCS_OK, fiatomic_rkey_unpack(ep2, packed.data(), packed.size(),
+                                           &key2));
+    ASSERT_EQ(0, fiatomic_query_cell(ep2, key2, FIATOMIC_FAMILY_FETCH,
+                                     FI_UINT64, FI_SUM, &info));
+    EXPECT_EQ(ucp ? FIATOMIC_STRATEGY_NATIVE : FIATOMIC_STRATEGY_NONE,
+              info.strategy);
+    p = fiatomic_fetch_atomic_nbx(ep2, &one, 1, &old, conn->base(0), key2,
+                                  FI_UINT64, FI_SUM, NULL);
+    if (ucp) {
+        EXPECT_EQ(UCS_OK, conn->wait(p, 10.0));
+        EXPECT_EQ(8u, old);
+    } else {
+        EXPECT_EQ(-FI_EOPNOTSUPP, immediate_errno(p));
+    }
+    EXPECT_EQ(UCS_OK, fiatomic_rkey_release(ep2, key2));
+    conn->destroy_second_ep(ucp_ep2, ep2);
+
+    EXPECT_EQ(UCS_OK, conn->flush(10.0));
+    ASSERT_TRUE(conn->tgt().read(0, 0, &after, sizeof(after), &error))
+            << error;
+    EXPECT_EQ(ucp ? 9u : 8u, after);
+}
+
 /* The error lines of fiatomic_create(), captured (and kept off the
  * output: UCX ERROR lines that are expected here). */
 std::vector<std::string> create_errors;
