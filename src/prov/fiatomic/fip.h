@@ -103,6 +103,13 @@ typedef struct fip_domain {
     fip_key_wait_t     *key_waits;   /* under key_lock */
     uint64_t           next_key_req;
     pthread_mutex_t    key_lock;
+    /* Held around every progress of the worker and around the libfiatomic
+     * calls that read an endpoint's lanes (fiatomic_ep_create,
+     * fiatomic_rkey_unpack): UCX 1.22's ucp_ep_print_info takes the
+     * endpoint's configuration before the worker's lock, from an array
+     * that wireup, inside another thread's progress, may grow and move.
+     * Never taken under libfiatomic's lock or in a UCP callback. */
+    pthread_mutex_t    ucp_lock;
     /* FI_PROGRESS_AUTO's thread (fip_progress.c) */
     pthread_t          progress_thread;
     int                progress_running;
@@ -360,6 +367,9 @@ void fip_domain_child_remove(fip_domain_t *domain);
 /** One round of the domain's progress where the program drives it
  *  (FI_PROGRESS_MANUAL); nothing under automatic progress. */
 void fip_domain_progress(fip_domain_t *domain);
+
+/** ucp_worker_progress() of the domain's worker, under its ucp_lock. */
+unsigned fip_domain_worker_progress(fip_domain_t *domain);
 
 int fip_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
                   struct fid_cntr **cntr_p, void *context);

@@ -38,6 +38,7 @@ static void fip_domain_release(fip_domain_t *domain)
     }
     free(domain->accepted);
     pthread_mutex_destroy(&domain->key_lock);
+    pthread_mutex_destroy(&domain->ucp_lock);
     pthread_mutex_destroy(&domain->conn_lock);
     pthread_mutex_destroy(&domain->peer_lock);
     pthread_mutex_destroy(&domain->mr_lock);
@@ -68,7 +69,17 @@ void fip_domain_child_remove(fip_domain_t *domain)
  * itself. The worker is thread-safe under AUTO (fip_domain_ucp_open). */
 void fip_domain_progress(fip_domain_t *domain)
 {
-    ucp_worker_progress(domain->ucp_worker);
+    fip_domain_worker_progress(domain);
+}
+
+unsigned fip_domain_worker_progress(fip_domain_t *domain)
+{
+    unsigned count;
+
+    pthread_mutex_lock(&domain->ucp_lock);
+    count = ucp_worker_progress(domain->ucp_worker);
+    pthread_mutex_unlock(&domain->ucp_lock);
+    return count;
 }
 
 static int fip_domain_close(struct fid *fid)
@@ -258,6 +269,7 @@ int fip_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
     pthread_mutex_init(&domain->peer_lock, NULL);
     pthread_mutex_init(&domain->conn_lock, NULL);
     pthread_mutex_init(&domain->key_lock, NULL);
+    pthread_mutex_init(&domain->ucp_lock, NULL);
     domain->accepted = calloc(FIP_ACCEPT_MAX, sizeof(*domain->accepted));
     if (domain->accepted == NULL) {
         fip_domain_release(domain);

@@ -39,7 +39,7 @@ static int fip_ep_close(struct fid *fid)
             return -FI_EBUSY;
         }
         if (ep->domain->data_progress == FI_PROGRESS_MANUAL) {
-            ucp_worker_progress(ep->domain->ucp_worker);
+            fip_domain_worker_progress(ep->domain);
         } else {
             sched_yield();
         }

@@ -274,7 +274,7 @@ int fip_key_request(fip_domain_t *domain, fip_peer_t *peer, uint64_t key,
             goto out;
         }
         if (domain->data_progress == FI_PROGRESS_MANUAL) {
-            ucp_worker_progress(domain->ucp_worker);
+            fip_domain_worker_progress(domain);
         } else {
             sched_yield();
         }

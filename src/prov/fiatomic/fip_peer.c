@@ -75,8 +75,12 @@ static int fip_peer_connect(fip_domain_t *domain, fip_peer_t *peer)
     params.err_mode          = UCP_ERR_HANDLING_MODE_PEER;
     params.err_handler.cb    = fip_peer_err;
     params.err_handler.arg   = peer;
+    /* wireup starts with the endpoint, and fiatomic_ep_create reads its
+     * lanes: no other thread progresses the worker meanwhile (ucp_lock) */
+    pthread_mutex_lock(&domain->ucp_lock);
     status = ucp_ep_create(domain->ucp_worker, &params, &peer->ucp_ep);
     if (status != UCS_OK) {
+        pthread_mutex_unlock(&domain->ucp_lock);
         peer->ucp_ep = NULL;
         return -FI_ECONNREFUSED;
     }
@@ -89,6 +93,7 @@ static int fip_peer_connect(fip_domain_t *domain, fip_peer_t *peer)
     fparams.flags      = FIATOMIC_EP_FLAG_PEER_ERR_MODE;
     status = fiatomic_ep_create(domain->fia, peer->ucp_ep, &fparams,
                                 &peer->fep);
+    pthread_mutex_unlock(&domain->ucp_lock);
     if (status != UCS_OK) {
         peer->fep = NULL;
         return fiatomic_status_to_fi_errno(status);
@@ -104,7 +109,7 @@ static int fip_peer_ucp_wait(fip_domain_t *domain, ucs_status_ptr_t req,
         if (fip_now_ns() >= deadline) {
             return 0;
         }
-        ucp_worker_progress(domain->ucp_worker);
+        fip_domain_worker_progress(domain);
     }
     return 1;
 }
@@ -250,8 +255,10 @@ static int fip_peer_key_resolve(fip_domain_t *domain, fip_peer_t *peer,
     rkey->remote_base = reply.remote_base;
     rkey->access      = reply.access;
     /* a reply that libfiatomic or UCP does not take names nothing */
+    pthread_mutex_lock(&domain->ucp_lock); /* it reads the lanes again */
     status = fiatomic_rkey_unpack(peer->fep, reply.data, reply.fkey_len,
                                   &rkey->fkey);
+    pthread_mutex_unlock(&domain->ucp_lock);
     if (status != UCS_OK) {
         ret = -FI_ENOKEY;
         goto err_free_data;

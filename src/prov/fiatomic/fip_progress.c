@@ -24,7 +24,7 @@ static void *fip_progress_main(void *arg)
     struct timespec ts;
 
     while (!__atomic_load_n(&domain->progress_stop, __ATOMIC_ACQUIRE)) {
-        if (ucp_worker_progress(domain->ucp_worker) != 0) {
+        if (fip_domain_worker_progress(domain) != 0) {
             idle     = 0;
             sleep_ns = FIP_PROGRESS_SLEEP_MIN_NS;
             continue;

@@ -476,6 +476,46 @@ TEST_P(atomic2p, peer_closing_right_after_the_data_fails_nothing)
     EXPECT_EQ(0u, fi_cntr_readerr(m_o.wcntr));
 }
 
+/* A fresh domain connects to the peer on its first atomic, with its own
+ * progress thread (FI_PROGRESS_AUTO) running while the connection's
+ * wireup completes: each first fetch-add returns the value the one before
+ * left, and nothing crashes (UCX 1.22 reads an endpoint's configuration
+ * before taking the worker's lock when it prints the endpoint's lanes,
+ * which libfiatomic reads at endpoint creation). */
+TEST_P(atomic2p, first_use_connects_while_progress_runs)
+{
+    const uint64_t rounds = 32;
+    const size_t off      = 320;
+    std::vector<uint8_t> start(8, 0);
+    uint64_t one = 1;
+
+    start[0] = 100;
+    m_peer.set(off, start);
+    for (uint64_t i = 0; i < rounds; ++i) {
+        objects o;
+        fi_addr_t dest;
+        uint64_t old = ~0ull;
+        ssize_t ret;
+
+        ASSERT_EQ(0, o.open_domain(m_o.params)) << "round " << i;
+        ASSERT_EQ(0, o.open_ep()) << "round " << i;
+        ASSERT_EQ(1, fi_av_insert(o.av, m_peer.addr.data(), 1, &dest, 0,
+                                  NULL)) << "round " << i;
+        do {
+            ret = fi_fetch_atomic(o.ep, &one, 1, NULL, &old, NULL, dest,
+                                  m_peer.base + off, m_peer.key, FI_UINT64,
+                                  FI_SUM, NULL);
+        } while (ret == -FI_EAGAIN);
+        ASSERT_EQ(0, ret) << "round " << i;
+        ASSERT_EQ(0, fi_cntr_wait(o.rcntr, 1, peer_wait_ms)) << "round " << i;
+        EXPECT_EQ(100 + i, old) << "round " << i;
+    }
+    std::vector<uint8_t> after = m_peer.get(off, 8);
+    uint64_t total;
+    memcpy(&total, after.data(), 8);
+    EXPECT_EQ(100 + rounds, total);
+}
+
 /* both processes fetch-add one element: every value fetched once */
 TEST_P(atomic2p, contention_from_both_processes)
 {
