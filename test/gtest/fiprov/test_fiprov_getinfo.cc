@@ -180,11 +180,19 @@ TEST_F(getinfo, transfer_caps_only_with_endpoints)
     } else {
         ASSERT_EQ(0, ret);
         EXPECT_EQ(0, fi_close(&ep->fid));
-        /* atomics and RMA are implemented; messages and tags are not */
-        EXPECT_EQ((uint64_t)(FI_ATOMIC | FI_RMA),
-                  offer->caps & (FI_ATOMIC | FI_RMA));
-        EXPECT_EQ(0u, offer->caps & (FI_MSG | FI_TAGGED | FI_SEND |
-                                     FI_RECV));
+        /* atomics, RMA and messages are implemented; tags, directed
+         * receives and sources are not */
+        EXPECT_EQ((uint64_t)(FI_ATOMIC | FI_RMA | FI_MSG | FI_SEND |
+                             FI_RECV),
+                  offer->caps & (FI_ATOMIC | FI_RMA | FI_MSG | FI_SEND |
+                                 FI_RECV));
+        EXPECT_EQ(0u, offer->caps & (FI_TAGGED | FI_DIRECTED_RECV |
+                                     FI_SOURCE));
+        /* a message's limits: 4 MiB (fi_fiatomic(7)), 8 bytes of remote
+         * CQ data, up to 4 iov entries each way */
+        EXPECT_EQ((size_t)4 << 20, offer->ep_attr->max_msg_size);
+        EXPECT_EQ(8u, offer->domain_attr->cq_data_size);
+        EXPECT_EQ(4u, offer->rx_attr->iov_limit);
         EXPECT_EQ((uint64_t)(FI_ORDER_ATOMIC_RAR | FI_ORDER_ATOMIC_RAW |
                              FI_ORDER_ATOMIC_WAR | FI_ORDER_ATOMIC_WAW),
                   offer->tx_attr->msg_order);
