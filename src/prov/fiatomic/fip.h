@@ -280,6 +280,9 @@ typedef struct fip_ep {
     uint64_t           cq_flags;   /* FI_SELECTIVE_COMPLETION per bind */
     fip_cntr_t         *cntrs[FIP_EP_CNTRS];
     uint64_t           op_flags;   /* tx_attr's op_flags at open */
+    uint64_t           rx_op_flags; /* rx_attr's */
+    int                rx_selective; /* FI_RECV CQ bound with
+                                        FI_SELECTIVE_COMPLETION */
     int                enabled;
     int                inflight;   /* atomic: posted, not yet complete */
     /* messages (fip_msg.c), when the endpoint has FI_MSG */

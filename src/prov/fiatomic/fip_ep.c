@@ -91,7 +91,8 @@ static int fip_ep_bind_cq(fip_ep_t *ep, fip_cq_t *cq, uint64_t flags)
         __atomic_add_fetch(&cq->bound, 1, __ATOMIC_RELEASE);
     }
     if (flags & FI_RECV) {
-        ep->rx_cq = cq;
+        ep->rx_cq        = cq;
+        ep->rx_selective = !!(flags & FI_SELECTIVE_COMPLETION);
         __atomic_add_fetch(&cq->bound, 1, __ATOMIC_RELEASE);
     }
     ep->cq_flags |= flags & FI_SELECTIVE_COMPLETION;
@@ -379,6 +380,8 @@ int fip_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
     pthread_mutex_init(&ep->rx_lock, NULL);
     ep->op_flags              = (info->tx_attr != NULL) ?
                                 info->tx_attr->op_flags : 0;
+    ep->rx_op_flags           = (info->rx_attr != NULL) ?
+                                info->rx_attr->op_flags : 0;
     ep->ep_fid.fid.fclass     = FI_CLASS_EP;
     ep->ep_fid.fid.context    = context;
     ep->ep_fid.fid.ops        = &fip_ep_fi_ops;

@@ -577,8 +577,9 @@ static ssize_t fip_msg_recv_post(fip_ep_t *ep, const struct fi_msg *msg,
     rx->op.cntr    = ep->cntrs[FIP_EP_CNTR_RECV];
     rx->op.context = msg->context;
     rx->op.flags   = FI_MSG | FI_RECV;
-    rx->op.report  = !(ep->cq_flags & FI_SELECTIVE_COMPLETION) ||
-                     (flags & FI_COMPLETION);
+    /* fi_cq(3): with selective completion only FI_COMPLETION (in the
+     * call's flags, else the receive side's op_flags) reports a success */
+    rx->op.report  = !ep->rx_selective || (flags & FI_COMPLETION);
     rx->iov_count  = msg->iov_count;
     if (msg->iov_count > 0) {
         memcpy(rx->iov, msg->msg_iov, msg->iov_count * sizeof(rx->iov[0]));
@@ -810,13 +811,14 @@ static ssize_t fip_msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
                              void **desc, size_t count, fi_addr_t src,
                              void *context)
 {
+    fip_ep_t *ep = fip_msg_ep(ep_fid);
     struct fi_msg msg;
 
     if ((iov == NULL) && (count > 0)) {
         return -FI_EINVAL;
     }
     fip_msg_fill(&msg, iov, desc, count, src, context, 0);
-    return fip_msg_recv_post(fip_msg_ep(ep_fid), &msg, 0);
+    return fip_msg_recv_post(ep, &msg, ep->rx_op_flags);
 }
 
 static ssize_t fip_msg_recv(struct fid_ep *ep_fid, void *buf, size_t len,

@@ -6,15 +6,17 @@
  * before their receive (on both sides), truncation (FI_ETRUNC with olen),
  * many messages in flight filling receives in the order sent, remote CQ
  * data both ways, and the FI_SEND/FI_RECV counters. In one process, an
- * endpoint sending to itself: input refused (-FI_EINVAL) and the cap on
+ * endpoint sending to itself: input refused (-FI_EINVAL), the cap on
  * unexpected messages (count and bytes: the rest dropped and counted as
- * errors of the FI_RECV counter).
+ * errors of the FI_RECV counter), and selective completion.
  */
 #include "fiprov_peer.h"
 
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <set>
 
 using namespace fiprov_test;
 
@@ -498,6 +500,58 @@ TEST_F(msg1p, unexpected_messages_are_capped)
         EXPECT_EQ((uint8_t)i, rbuf[0]);
         EXPECT_TRUE(std::equal(big.begin() + 1, big.end(), rbuf.begin() + 1));
     }
+}
+
+} // namespace
+
+namespace {
+
+/* a CQ bound with FI_SELECTIVE_COMPLETION: only the calls that ask
+ * FI_COMPLETION get an entry, sends and receives alike; all are counted */
+class msg1p_selective : public test_base {
+};
+
+TEST_F(msg1p_selective, only_fi_completion_reports)
+{
+    objects o;
+    open_params p;
+    uint8_t addr[64];
+    size_t len = sizeof(addr);
+    fi_addr_t self;
+    char out[2][8] = {{"one"}, {"two"}}, in[2][8] = {};
+    struct iovec siov = {out[1], 4}, riov = {in[1], sizeof(in[1])};
+    struct fi_msg smsg = {}, rmsg = {};
+    struct fi_cq_data_entry e[4];
+
+    p.caps      = FI_MSG;
+    p.cq_format = FI_CQ_FORMAT_DATA;
+    p.cq_bind   = FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION;
+    ASSERT_EQ(0, o.open_domain(p));
+    ASSERT_EQ(0, o.open_ep());
+    ASSERT_EQ(0, fi_getname(&o.ep->fid, addr, &len));
+    ASSERT_EQ(1, fi_av_insert(o.av, addr, 1, &self, 0, NULL));
+
+    ASSERT_EQ(0, fi_recv(o.ep, in[0], sizeof(in[0]), NULL, FI_ADDR_UNSPEC,
+                         in[0]));
+    rmsg.msg_iov   = &riov;
+    rmsg.iov_count = 1;
+    rmsg.addr      = FI_ADDR_UNSPEC;
+    rmsg.context   = in[1];
+    ASSERT_EQ(0, fi_recvmsg(o.ep, &rmsg, FI_COMPLETION));
+    ASSERT_EQ(0, fi_send(o.ep, out[0], 4, NULL, self, out[0]));
+    smsg.msg_iov   = &siov;
+    smsg.iov_count = 1;
+    smsg.addr      = self;
+    smsg.context   = out[1];
+    ASSERT_EQ(0, fi_sendmsg(o.ep, &smsg, FI_COMPLETION));
+    wait_cntr(o.scntr, 2);
+    wait_cntr(o.rvcntr, 2);
+    EXPECT_STREQ("one", in[0]);
+    EXPECT_STREQ("two", in[1]);
+    ssize_t n = fi_cq_read(o.cq, e, 4);
+    ASSERT_EQ(2, n);
+    std::set<void*> got = {e[0].op_context, e[1].op_context};
+    EXPECT_EQ((std::set<void*>{out[1], in[1]}), got);
 }
 
 } // namespace
