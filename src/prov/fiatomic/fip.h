@@ -14,7 +14,8 @@
  * counters), fip_peer.c (connections to peer domains, made on first use),
  * fip_key.c (the key service: a peer's 64-bit key resolved at its domain),
  * fip_progress.c (the progress thread of FI_PROGRESS_AUTO), fip_atomic.c
- * (the atomic calls and their completions), fip_rma.c (RMA),
+ * (the atomic calls and their completions), fip_rma.c (RMA), fip_msg.c
+ * (send and receive over UCP active messages),
  * fip_ep_nosys.c (the transfer
  * calls not implemented), fip_nosys.c (the answers for what the provider
  * does not implement).
@@ -70,6 +71,8 @@ typedef struct fip_key_wait fip_key_wait_t;
 
 /* connections peers made to the domain's listener, and their cap */
 #define FIP_ACCEPT_MAX 4096
+/* the message streams' table (one per connection messages come over) */
+#define FIP_MSG_STREAM_BUCKETS 64
 
 typedef struct fip_domain {
     struct fid_domain  domain_fid;
@@ -103,6 +106,20 @@ typedef struct fip_domain {
     fip_key_wait_t     *key_waits;   /* under key_lock */
     uint64_t           next_key_req;
     pthread_mutex_t    key_lock;
+    /* endpoints with FI_MSG, found by the id a message addresses
+     * (fip_msg.c); taken inside UCP's progress, never held across a UCP
+     * call */
+    struct fip_ep      *msg_eps;     /* under msg_lock */
+    pthread_mutex_t    msg_lock;
+    /* the order of each connection's messages (fip_msg.c): taken first by
+     * the message handler, which UCP may call outside progress (a send
+     * over the self transport) */
+    struct fip_msg_stream *streams[FIP_MSG_STREAM_BUCKETS]; /* under
+                                                               stream_lock */
+    size_t             stream_count;
+    size_t             held_count;   /* messages waiting for their turn */
+    size_t             held_bytes;
+    pthread_mutex_t    stream_lock;
     /* Held around every progress of the worker and around the libfiatomic
      * calls that read an endpoint's lanes (fiatomic_ep_create,
      * fiatomic_rkey_unpack): UCX 1.22's ucp_ep_print_info takes the
@@ -219,6 +236,9 @@ typedef struct fip_op {
     void               *buf;       /* the entry's buf (results) */
     int                report;     /* an entry on success too */
     int                err;        /* FI_E* (positive) once failed */
+    size_t             len;        /* the entry's len (receives) */
+    uint64_t           data;       /* remote CQ data (FI_REMOTE_CQ_DATA) */
+    size_t             olen;       /* bytes cut off (FI_ETRUNC) */
     /* RMA: the UCP requests still running, plus one while posting; the
      * first failure */
     int                pending;    /* atomic */
@@ -260,16 +280,59 @@ typedef struct fip_ep {
     uint64_t           cq_flags;   /* FI_SELECTIVE_COMPLETION per bind */
     fip_cntr_t         *cntrs[FIP_EP_CNTRS];
     uint64_t           op_flags;   /* tx_attr's op_flags at open */
+    uint64_t           rx_op_flags; /* rx_attr's */
+    int                rx_selective; /* FI_RECV CQ bound with
+                                        FI_SELECTIVE_COMPLETION */
     int                enabled;
     int                inflight;   /* atomic: posted, not yet complete */
+    /* messages (fip_msg.c), when the endpoint has FI_MSG */
+    int                msg;
+    struct fip_ep      *msg_next;  /* in the domain's msg_eps */
+    pthread_mutex_t    rx_lock;    /* the two queues below */
+    struct fip_msg_rx  *rx_head, *rx_tail;   /* posted receives, FIFO */
+    struct fip_msg_ux  *ux_head, *ux_tail;   /* unexpected messages */
+    size_t             ux_count;
+    size_t             ux_bytes;
 } fip_ep_t;
 
 /** The counter index of a direction flag in fip_ep_t's cntrs. */
+#define FIP_EP_CNTR_SEND  0
+#define FIP_EP_CNTR_RECV  1
 #define FIP_EP_CNTR_READ  2
 #define FIP_EP_CNTR_WRITE 3
 
 extern struct fi_ops_atomic fip_atomic_ops;
 extern struct fi_ops_rma fip_rma_ops;
+extern struct fi_ops_msg fip_msg_ops;
+
+/* ---- messages (fip_msg.c) ---------------------------------------------- */
+
+/** The largest message (ep_attr's max_msg_size). */
+#define FIP_MSG_MAX          (4UL << 20)
+/** Unexpected messages (arrived before a receive) an endpoint holds; one
+ *  beyond either cap is dropped and counted as an error of the endpoint's
+ *  FI_RECV counter. */
+#define FIP_MSG_UX_MAX       1024
+#define FIP_MSG_UX_BYTES     (32UL << 20)
+/** Messages of all connections of a domain held until those sent before
+ *  them arrive (UCP may deliver a connection's messages out of order while
+ *  it wires the connection up); beyond either cap the messages held go
+ *  on in the order they have. */
+#define FIP_MSG_HOLD_MAX     4096
+#define FIP_MSG_HOLD_BYTES   (16UL << 20)
+/** The active message id of a message (after the key service's). */
+#define FIP_AM_MSG           1012
+
+/** Register the message handler on the domain's worker. */
+int fip_msg_init(fip_domain_t *domain);
+/** Free the streams and the messages held (the progress thread stopped,
+ *  before the worker is destroyed). */
+void fip_msg_cleanup(fip_domain_t *domain);
+/** An endpoint with FI_MSG starts (fi_enable) or stops (fi_close, after no
+ *  handler can reach it any more, its queues are freed). */
+void fip_msg_ep_add(fip_ep_t *ep);
+void fip_msg_ep_remove(fip_ep_t *ep);
+void fip_msg_ep_cleanup(fip_ep_t *ep);
 
 /** A new operation of the endpoint (counted in flight): its counter is the
  *  FI_READ one when `reading`, else FI_WRITE; its entry flags `cq_flags`
@@ -305,8 +368,9 @@ extern struct fi_ops_collective fip_nosys_collective_ops;
 /* ---- attributes (fip_attr.c) ------------------------------------------ */
 
 /** The capabilities the provider implements: the only ones it offers. */
-#define FIP_CAPS            (FI_ATOMIC | FI_RMA | FI_READ | FI_WRITE | \
-                             FI_REMOTE_READ | FI_REMOTE_WRITE)
+#define FIP_CAPS            (FI_ATOMIC | FI_RMA | FI_MSG | FI_READ | \
+                             FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | \
+                             FI_SEND | FI_RECV)
 /** Operation flags a transmit context accepts as defaults (op_flags). */
 #define FIP_TX_OP_FLAGS     (FI_COMPLETION | FI_DELIVERY_COMPLETE | \
                              FI_TRANSMIT_COMPLETE | FI_INJECT_COMPLETE)
@@ -434,6 +498,7 @@ struct fip_peer {
     uint16_t           port;
     ucp_ep_h           ucp_ep;
     fiatomic_ep_h      fep;
+    uint64_t           msg_seq;     /* atomic: the next message's number */
     int                failed;      /* atomic: UCP reported the peer dead */
     fip_rkey_t         *keys[FIP_PEER_KEY_BUCKETS]; /* under peer_lock */
     size_t             key_count;

@@ -31,13 +31,13 @@ void fip_attr_fill(struct fi_info *info, uint64_t mr_mode)
     info->rx_attr->msg_order     = FIP_MSG_ORDER;
     info->rx_attr->comp_order    = FI_ORDER_NONE;
     info->rx_attr->size          = FIATOMIC_MAX_INFLIGHT_DEFAULT;
-    info->rx_attr->iov_limit     = 1;
+    info->rx_attr->iov_limit     = FIP_IOV_LIMIT;
 
     info->ep_attr->type          = FI_EP_RDM;
     info->ep_attr->protocol      = FI_PROTO_UNSPEC;
-    /* the largest atomic call in bytes: libfiatomic's elements per call
-     * of the widest datatype */
-    info->ep_attr->max_msg_size  = (size_t)FIATOMIC_MAX_COUNT_DEFAULT * 32;
+    /* the largest message; an atomic call's elements are bounded by
+     * fi_query_atomic's count (libfiatomic's elements per call) */
+    info->ep_attr->max_msg_size  = FIP_MSG_MAX;
     info->ep_attr->tx_ctx_cnt    = 1;
     info->ep_attr->rx_ctx_cnt    = 1;
 
@@ -48,7 +48,8 @@ void fip_attr_fill(struct fi_info *info, uint64_t mr_mode)
     info->domain_attr->av_type          = FI_AV_UNSPEC;
     info->domain_attr->mr_mode          = (int)mr_mode;
     info->domain_attr->mr_key_size      = sizeof(uint64_t);
-    info->domain_attr->cq_data_size     = 0;
+    /* remote CQ data with messages (fi_senddata), not with RMA */
+    info->domain_attr->cq_data_size     = sizeof(uint64_t);
     info->domain_attr->cq_cnt           = 0;
     info->domain_attr->ep_cnt           = 0;
     info->domain_attr->tx_ctx_cnt       = 0;

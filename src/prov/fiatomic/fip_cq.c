@@ -48,11 +48,14 @@ static void fip_cq_fill(const fip_cq_t *cq, const fip_op_t *op, void *dst)
         data->op_context = op->context;
         data->flags      = op->flags;
         data->buf        = op->buf;
+        data->len        = op->len;
+        data->data       = op->data;
         break;
     case FI_CQ_FORMAT_MSG:
         memset(msg, 0, sizeof(*msg));
         msg->op_context = op->context;
         msg->flags      = op->flags;
+        msg->len        = op->len;
         break;
     default:
         ctx->op_context = op->context;
@@ -137,11 +140,11 @@ static ssize_t fip_cq_readerr(struct fid_cq *cq_fid,
     /* err_data and its size stay the program's (API >= 1.5): no data */
     buf->op_context = op->context;
     buf->flags      = op->flags;
-    buf->len        = 0;
+    buf->len        = op->len;
     buf->buf        = op->buf;
-    buf->data       = 0;
+    buf->data       = op->data;
     buf->tag        = 0;
-    buf->olen       = 0;
+    buf->olen       = op->olen;
     buf->err        = op->err;
     buf->prov_errno = -op->err;
     if (FI_VERSION_GE(cq->domain->fabric->fabric_fid.api_version,

@@ -27,6 +27,9 @@ static void fip_domain_release(fip_domain_t *domain)
     /* no new connections while the others close */
     fip_listen_stop(domain);
     fip_peer_close_all(domain);
+    if (domain->ucp_worker != NULL) {
+        fip_msg_cleanup(domain);
+    }
     if (domain->fia != NULL) {
         fiatomic_destroy(domain->fia);
     }
@@ -38,6 +41,8 @@ static void fip_domain_release(fip_domain_t *domain)
     }
     free(domain->accepted);
     pthread_mutex_destroy(&domain->key_lock);
+    pthread_mutex_destroy(&domain->msg_lock);
+    pthread_mutex_destroy(&domain->stream_lock);
     pthread_mutex_destroy(&domain->ucp_lock);
     pthread_mutex_destroy(&domain->conn_lock);
     pthread_mutex_destroy(&domain->peer_lock);
@@ -237,6 +242,10 @@ static int fip_domain_ucp_open(fip_domain_t *domain)
     if (ret != 0) {
         return ret;
     }
+    ret = fip_msg_init(domain);
+    if (ret != 0) {
+        return ret;
+    }
     if (domain->data_progress == FI_PROGRESS_AUTO) {
         return fip_progress_start(domain);
     }
@@ -269,6 +278,8 @@ int fip_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
     pthread_mutex_init(&domain->peer_lock, NULL);
     pthread_mutex_init(&domain->conn_lock, NULL);
     pthread_mutex_init(&domain->key_lock, NULL);
+    pthread_mutex_init(&domain->msg_lock, NULL);
+    pthread_mutex_init(&domain->stream_lock, NULL);
     pthread_mutex_init(&domain->ucp_lock, NULL);
     domain->accepted = calloc(FIP_ACCEPT_MAX, sizeof(*domain->accepted));
     if (domain->accepted == NULL) {

@@ -6,9 +6,9 @@
  * (FI_TRANSMIT, FI_RECV) and a counter per direction flag (FI_SEND, FI_RECV,
  * FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE), before it is
  * enabled; it enables once it has an address vector (-FI_ENOAV before).
- * Its atomic calls are fip_atomic.c's, RMA fip_rma.c's; messages and the
- * rest answer
- * -FI_ENOSYS (fip_ep_nosys.c) and getinfo offers none of them. An open
+ * Its atomic calls are fip_atomic.c's, RMA fip_rma.c's, messages
+ * fip_msg.c's (with FI_MSG in its capabilities, else -FI_ENOSYS); the rest
+ * answer -FI_ENOSYS (fip_ep_nosys.c) and getinfo offers none of it. An open
  * endpoint keeps its domain and what it binds from closing; closing it
  * waits (bounded) for its operations in flight.
  */
@@ -33,6 +33,11 @@ static int fip_ep_close(struct fid *fid)
     int64_t deadline = fip_wait_deadline(FIP_EP_CLOSE_TIMEOUT_MS);
     int i;
 
+    if (ep->msg && ep->enabled) {
+        /* no message reaches it from here on */
+        fip_msg_ep_remove(ep);
+        ep->enabled = 0;
+    }
     /* the operations in flight complete into its queues and counters */
     while (__atomic_load_n(&ep->inflight, __ATOMIC_ACQUIRE) != 0) {
         if (fip_now_ns() >= deadline) {
@@ -61,6 +66,8 @@ static int fip_ep_close(struct fid *fid)
             __atomic_sub_fetch(&ep->cntrs[i]->bound, 1, __ATOMIC_RELEASE);
         }
     }
+    fip_msg_ep_cleanup(ep);
+    pthread_mutex_destroy(&ep->rx_lock);
     fip_domain_child_remove(ep->domain);
     free(ep);
     return 0;
@@ -84,7 +91,8 @@ static int fip_ep_bind_cq(fip_ep_t *ep, fip_cq_t *cq, uint64_t flags)
         __atomic_add_fetch(&cq->bound, 1, __ATOMIC_RELEASE);
     }
     if (flags & FI_RECV) {
-        ep->rx_cq = cq;
+        ep->rx_cq        = cq;
+        ep->rx_selective = !!(flags & FI_SELECTIVE_COMPLETION);
         __atomic_add_fetch(&cq->bound, 1, __ATOMIC_RELEASE);
     }
     ep->cq_flags |= flags & FI_SELECTIVE_COMPLETION;
@@ -164,7 +172,13 @@ static int fip_ep_control(struct fid *fid, int command, void *arg)
         if (ep->av == NULL) {
             return -FI_ENOAV;
         }
+        if (ep->enabled) {
+            return 0;
+        }
         ep->enabled = 1;
+        if (ep->msg) {
+            fip_msg_ep_add(ep);
+        }
         return 0;
     default:
         return -FI_ENOSYS;
@@ -360,14 +374,21 @@ int fip_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
     }
 
     ep->domain                = domain;
+    /* an info without capabilities asks for all the offer has */
+    ep->msg                   = (info->caps == 0) ||
+                                !!(info->caps & FI_MSG);
+    pthread_mutex_init(&ep->rx_lock, NULL);
     ep->op_flags              = (info->tx_attr != NULL) ?
                                 info->tx_attr->op_flags : 0;
+    ep->rx_op_flags           = (info->rx_attr != NULL) ?
+                                info->rx_attr->op_flags : 0;
     ep->ep_fid.fid.fclass     = FI_CLASS_EP;
     ep->ep_fid.fid.context    = context;
     ep->ep_fid.fid.ops        = &fip_ep_fi_ops;
     ep->ep_fid.ops            = &fip_ep_ops;
     ep->ep_fid.cm             = &fip_ep_cm_ops;
-    ep->ep_fid.msg            = &fip_nosys_msg_ops;
+    ep->ep_fid.msg            = ep->msg ? &fip_msg_ops :
+                                &fip_nosys_msg_ops;
     ep->ep_fid.rma            = &fip_rma_ops;
     ep->ep_fid.tagged         = &fip_nosys_tagged_ops;
     ep->ep_fid.atomic         = &fip_atomic_ops;

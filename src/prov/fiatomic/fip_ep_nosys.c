@@ -1,9 +1,10 @@
 /**
  * The transfer calls of an endpoint (messages, RMA, tagged messages,
- * atomics, collectives): none is implemented yet, and the provider offers
- * none of their capabilities, so each answers -FI_ENOSYS instead of leaving
- * the core's inline call a NULL slot to jump through. Generated from
- * libfabric 1.17's operation tables, one stub per slot.
+ * atomics, collectives) where it does not implement them: tagged messages
+ * and collectives always, messages on an endpoint opened without FI_MSG.
+ * Each answers -FI_ENOSYS instead of leaving the core's inline call a NULL
+ * slot to jump through. Generated from libfabric 1.17's operation tables,
+ * one stub per slot.
  */
 #include "fip.h"
 

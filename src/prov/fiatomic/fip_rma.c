@@ -9,7 +9,8 @@
  * counter counts it once the data is at the target, unless it asks only
  * FI_INJECT_COMPLETE or FI_TRANSMIT_COMPLETE (in the call's flags, else in
  * the endpoint's op_flags): it then completes when UCP has sent it. Injected data is copied into the operation first.
- * Remote CQ data (fi_writedata, fi_inject_writedata) is not offered.
+ * Remote CQ data (fi_writedata, fi_inject_writedata) is not offered with
+ * RMA (only messages carry it).
  */
 #include "fip.h"
 
@@ -302,7 +303,7 @@ static ssize_t fip_rma_writedata(struct fid_ep *ep, const void *buf,
                                  fi_addr_t dest, uint64_t addr, uint64_t key,
                                  void *context)
 {
-    /* no remote CQ data (cq_data_size 0) */
+    /* no remote CQ data with RMA (only messages carry it) */
     return -FI_ENOSYS;
 }
 

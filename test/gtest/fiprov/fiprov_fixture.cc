@@ -87,6 +87,13 @@ int objects::open_ep()
         ((ret = fi_ep_bind(ep, &wcntr->fid, FI_WRITE)) != 0)) {
         return ret;
     }
+    if ((params.caps & FI_MSG) &&
+        (((ret = fi_cntr_open(domain, &cntr_attr, &scntr, NULL)) != 0) ||
+         ((ret = fi_cntr_open(domain, &cntr_attr, &rvcntr, NULL)) != 0) ||
+         ((ret = fi_ep_bind(ep, &scntr->fid, FI_SEND)) != 0) ||
+         ((ret = fi_ep_bind(ep, &rvcntr->fid, FI_RECV)) != 0))) {
+        return ret;
+    }
     return fi_enable(ep);
 }
 
@@ -94,6 +101,8 @@ void objects::close()
 {
     struct fid *fids[] = {ep ? &ep->fid : NULL, rcntr ? &rcntr->fid : NULL,
                           wcntr ? &wcntr->fid : NULL,
+                          scntr ? &scntr->fid : NULL,
+                          rvcntr ? &rvcntr->fid : NULL,
                           cq ? &cq->fid : NULL, av ? &av->fid : NULL,
                           domain ? &domain->fid : NULL,
                           fabric ? &fabric->fid : NULL};
@@ -105,6 +114,7 @@ void objects::close()
     }
     ep     = NULL;
     rcntr  = wcntr = NULL;
+    scntr  = rvcntr = NULL;
     cq     = NULL;
     av     = NULL;
     domain = NULL;

@@ -153,6 +153,39 @@ void peer::leave_when(size_t offset, uint64_t value)
     ASSERT_TRUE(send_msg(m_to, args, sizeof(args)));
 }
 
+void peer::echo_start(uint64_t n, uint64_t size,
+                      const std::vector<uint8_t> &to)
+{
+    std::vector<uint8_t> msg(16 + to.size());
+    char cmd = 'M';
+
+    memcpy(msg.data(), &n, 8);
+    memcpy(msg.data() + 8, &size, 8);
+    memcpy(msg.data() + 16, to.data(), to.size());
+    ASSERT_TRUE(io_full(m_to, &cmd, 1, true));
+    ASSERT_TRUE(send_msg(m_to, msg.data(), msg.size()));
+}
+
+int peer::echo_wait(struct fid_cntr *progress)
+{
+    std::vector<uint8_t> reply;
+    uint64_t code;
+    int i;
+
+    for (i = 0; i < pipe_timeout_ms; ++i) {
+        struct pollfd pfd = {m_from, POLLIN, 0};
+        if (poll(&pfd, 1, 1) != 0) {
+            break;
+        }
+        (void)fi_cntr_read(progress);
+    }
+    if (!recv_msg(m_from, &reply, pipe_timeout_ms) || (reply.size() != 8)) {
+        return -1;
+    }
+    memcpy(&code, reply.data(), 8);
+    return (int)code;
+}
+
 int peer::leave_wait()
 {
     int status = -1;
@@ -244,7 +277,7 @@ void peer_test::SetUp()
     setenv("UCX_TLS", GetParam().tls, 1);
     p.progress  = GetParam().progress;
     p.prov_keys = GetParam().prov_keys;
-    p.caps      = FI_ATOMIC | FI_RMA;
+    p.caps      = caps();
     p.cq_format = FI_CQ_FORMAT_DATA;
     m_peer.start(p);
     ASSERT_FALSE(HasFatalFailure());
@@ -356,6 +389,69 @@ int64_t fiprov_now_ms()
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* the peer's next entry of kind FI_SEND or FI_RECV (its CQ also holds its
+ * fetch-adds' entries, skipped): 0, or a failure code */
+int peer_wait_entry(peer_state *s, uint64_t kind, struct fi_cq_data_entry *e)
+{
+    int64_t deadline = fiprov_now_ms() + pipe_timeout_ms;
+    ssize_t n;
+
+    for (;;) {
+        n = fi_cq_read(s->o.cq, e, 1);
+        if ((n == 1) && (e->flags & kind)) {
+            return 0;
+        }
+        if ((n != 1) && (n != -FI_EAGAIN)) {
+            return 20; /* an error entry, or a failed read */
+        }
+        if (fiprov_now_ms() > deadline) {
+            return 21;
+        }
+    }
+}
+
+/* receive n messages and send each back to `to` */
+int peer_echo(peer_state *s, uint64_t n, uint64_t size, const void *to,
+              size_t to_len)
+{
+    std::vector<uint8_t> buf(size + 1);
+    struct fi_cq_data_entry e;
+    fi_addr_t dest;
+    ssize_t ret;
+
+    if (fi_av_insert(s->o.av, to, 1, &dest, 0, NULL) != 1) {
+        return 22;
+    }
+    for (uint64_t i = 0; i < n; ++i) {
+        if (fi_recv(s->o.ep, buf.data(), size, NULL, FI_ADDR_UNSPEC,
+                    &buf) != 0) {
+            return 23;
+        }
+        ret = peer_wait_entry(s, FI_RECV, &e);
+        if (ret != 0) {
+            return (int)ret;
+        }
+        if ((e.op_context != &buf) || !(e.flags & FI_MSG) ||
+            (e.len > size)) {
+            return 24;
+        }
+        if (e.flags & FI_REMOTE_CQ_DATA) {
+            ret = fi_senddata(s->o.ep, buf.data(), e.len, NULL, e.data + 1,
+                              dest, &e);
+        } else {
+            ret = fi_send(s->o.ep, buf.data(), e.len, NULL, dest, &e);
+        }
+        if (ret != 0) {
+            return 25;
+        }
+        ret = peer_wait_entry(s, FI_SEND, &e);
+        if (ret != 0) {
+            return (int)ret;
+        }
+    }
+    return 0;
+}
+
 int peer_serve(peer_state *s, int in, int out)
 {
     std::vector<uint8_t> msg, reply;
@@ -438,6 +534,17 @@ int peer_serve(peer_state *s, int in, int out)
             }
             return 0;
         }
+        case 'M': {
+            uint64_t code;
+            memcpy(args, msg.data(), 16);
+            if ((msg.size() <= 16) || (args[1] > ((uint64_t)16 << 20))) {
+                return 2;
+            }
+            code = (uint64_t)peer_echo(s, args[0], args[1], msg.data() + 16,
+                                       msg.size() - 16);
+            reply.assign((uint8_t*)&code, (uint8_t*)&code + 8);
+            break;
+        }
         case 'Q':
             return 0;
         default:
@@ -468,7 +575,9 @@ int peer_main(int argc, char **argv)
     }
     p.progress  = (enum fi_progress)progress;
     p.prov_keys = prov_keys;
-    p.caps      = FI_ATOMIC | FI_RMA;
+    /* messages too: a test's FI_MSG endpoint talks to it */
+    p.caps      = FI_ATOMIC | FI_RMA | FI_MSG;
+    p.cq_format = FI_CQ_FORMAT_DATA;
     if ((s.o.open_domain(p) != 0) || (s.o.open_ep() != 0)) {
         return 4;
     }

@@ -5,7 +5,8 @@
  * remote atomics and tells the test its fi_getname address, its key and
  * the region's remote address over a pipe. The test then sets and reads
  * the region's bytes through the peer, has the peer run fetch-adds of its
- * own on it, or replace its region. Every wait on the peer is bounded.
+ * own on it, replace its region, or echo messages back through its own
+ * endpoint. Every wait on the peer is bounded.
  */
 #ifndef FIPROV_PEER_H_
 #define FIPROV_PEER_H_
@@ -47,6 +48,18 @@ public:
      *  offset hold value (it polls them, progressing its domain); returns
      *  at once: finish with leave_wait(). */
     void leave_when(size_t offset, uint64_t value);
+    /** The peer receives n messages (receives of `size` bytes, posted one
+     *  at a time) and sends each back to `to` (an fi_getname address) from
+     *  its own endpoint, with remote CQ data one above the message's when
+     *  it had some; returns at once: finish with echo_wait(). */
+    void echo_start(uint64_t n, uint64_t size,
+                    const std::vector<uint8_t> &to);
+    /** After echo_start: 0 once the peer echoed all and its sends
+     *  completed, else the peer's failure code (waits at most
+     *  pipe_timeout_ms, reading `progress` meanwhile: this process's
+     *  domain progresses under manual progress too). */
+    int echo_wait(struct fid_cntr *progress);
+
     /** After leave_when: the peer's exit status (0: saw the value, closed
      *  cleanly), waiting at most pipe_timeout_ms. */
     int leave_wait();
@@ -89,6 +102,9 @@ static const int peer_wait_ms = 30000;
 class peer_test : public test_base,
                   public testing::WithParamInterface<peer_param> {
 protected:
+    /** The capabilities this process asks for. */
+    virtual uint64_t caps() const { return FI_ATOMIC | FI_RMA; }
+
     void SetUp() override;
     void TearDown() override;
 

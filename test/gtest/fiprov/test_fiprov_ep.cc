@@ -7,7 +7,9 @@
  * that goes into an address vector and comes back unchanged, binding
  * (one address vector, a CQ per direction, a counter per direction flag,
  * nothing once enabled), enabling (-FI_ENOAV first),
- * message and tagged calls answering -FI_ENOSYS, and a domain, address vector,
+ * message calls only with FI_MSG (before fi_enable out of state, to an
+ * address the vector does not hold invalid), tagged calls answering
+ * -FI_ENOSYS, and a domain, address vector,
  * CQ and counter that cannot close under an open endpoint.
  */
 #include "fiprov_fixture.h"
@@ -245,17 +247,20 @@ TEST_F(ep, bind_enable_and_busy_parents)
     m_av = NULL;
 }
 
-TEST_F(ep, messages_not_implemented)
+TEST_F(ep, transfers_need_enable_and_a_known_address_tags_not_implemented)
 {
     struct fid_ep *e = open_ep();
     uint64_t buf = 0, res = 0, cmp = 0;
 
     ASSERT_NE(nullptr, e);
-    /* atomics and RMA are implemented: before fi_enable they fail as out
-     * of state, after it, to an address the vector does not hold, as
-     * invalid (test_fiprov_atomic.cc, test_fiprov_rma.cc move data) */
+    /* atomics, RMA and messages are implemented: before fi_enable they
+     * fail as out of state, after it, to an address the vector does not
+     * hold, as invalid (test_fiprov_atomic.cc, test_fiprov_rma.cc,
+     * test_fiprov_msg.cc move data) */
     EXPECT_EQ(-FI_EOPBADSTATE, fi_atomic(e, &buf, 1, NULL, 0, 0, 0,
                                          FI_UINT64, FI_SUM, NULL));
+    EXPECT_EQ(-FI_EOPBADSTATE, fi_send(e, &buf, 8, NULL, 0, NULL));
+    EXPECT_EQ(-FI_EOPBADSTATE, fi_recv(e, &buf, 8, NULL, 0, NULL));
     open_av();
     ASSERT_EQ(0, fi_ep_bind(e, &m_av->fid, 0));
     ASSERT_EQ(0, fi_enable(e));
@@ -266,8 +271,8 @@ TEST_F(ep, messages_not_implemented)
     EXPECT_EQ(-FI_EINVAL, fi_compare_atomic(e, &buf, 1, NULL, &cmp, NULL,
                                             &res, NULL, 0, 0, 0, FI_UINT64,
                                             FI_CSWAP, NULL));
-    EXPECT_EQ(-FI_ENOSYS, fi_send(e, &buf, 8, NULL, 0, NULL));
-    EXPECT_EQ(-FI_ENOSYS, fi_recv(e, &buf, 8, NULL, 0, NULL));
+    EXPECT_EQ(-FI_EINVAL, fi_send(e, &buf, 8, NULL, 0, NULL));
+    EXPECT_EQ(-FI_EINVAL, fi_inject(e, &buf, 8, 0));
     EXPECT_EQ(-FI_EINVAL, fi_read(e, &buf, 8, NULL, 0, 0, 0, NULL));
     EXPECT_EQ(-FI_EINVAL, fi_write(e, &buf, 8, NULL, 0, 0, 0, NULL));
     EXPECT_EQ(-FI_ENOSYS, fi_tsend(e, &buf, 8, NULL, 0, 0, NULL));
@@ -277,10 +282,12 @@ TEST_F(ep, messages_not_implemented)
  * nor FI_TAGGED they restrict nothing, and a program may name them when it
  * opens an RMA and atomic endpoint (Sandia OpenSHMEM's context endpoints
  * add FI_RECV, and rx caps FI_RECV alone, "to drive progress on the CQ");
- * messages themselves stay refused. */
-TEST_F(ep, idle_direction_modifiers_accepted_messages_refused)
+ * messages stay refused on such an endpoint (-FI_ENOSYS) and work where
+ * FI_MSG is asked. */
+TEST_F(ep, idle_direction_modifiers_accepted_messages_only_with_fi_msg)
 {
     struct fid_ep *e = NULL;
+    uint64_t buf     = 0;
 
     m_head->caps            = FI_RMA | FI_WRITE | FI_READ | FI_ATOMIC |
                               FI_RECV;
@@ -297,11 +304,19 @@ TEST_F(ep, idle_direction_modifiers_accepted_messages_refused)
     ASSERT_NE(nullptr, e);
     m_eps.push_back(e);
 
+    EXPECT_EQ(-FI_ENOSYS, fi_send(e, &buf, 8, NULL, 0, NULL));
+    EXPECT_EQ(-FI_ENOSYS, fi_recv(e, &buf, 8, NULL, 0, NULL));
+
     e = NULL;
     m_head->caps          |= FI_MSG;
     m_head->tx_attr->caps |= FI_MSG;
-    EXPECT_NE(0, fi_endpoint(m_domain, m_head, &e, NULL));
-    EXPECT_EQ(nullptr, e);
+    m_head->rx_attr->caps |= FI_MSG;
+    ASSERT_EQ(0, fi_endpoint(m_domain, m_head, &e, NULL));
+    ASSERT_NE(nullptr, e);
+    m_eps.push_back(e);
+    /* implemented: refused only because the endpoint is not enabled */
+    EXPECT_EQ(-FI_EOPBADSTATE, fi_send(e, &buf, 8, NULL, 0, NULL));
+    EXPECT_EQ(-FI_EOPBADSTATE, fi_recv(e, &buf, 8, NULL, 0, NULL));
 }
 
 TEST_F(ep, bad_open)

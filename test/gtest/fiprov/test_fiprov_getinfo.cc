@@ -180,11 +180,19 @@ TEST_F(getinfo, transfer_caps_only_with_endpoints)
     } else {
         ASSERT_EQ(0, ret);
         EXPECT_EQ(0, fi_close(&ep->fid));
-        /* atomics and RMA are implemented; messages and tags are not */
-        EXPECT_EQ((uint64_t)(FI_ATOMIC | FI_RMA),
-                  offer->caps & (FI_ATOMIC | FI_RMA));
-        EXPECT_EQ(0u, offer->caps & (FI_MSG | FI_TAGGED | FI_SEND |
-                                     FI_RECV));
+        /* atomics, RMA and messages are implemented; tags, directed
+         * receives and sources are not */
+        EXPECT_EQ((uint64_t)(FI_ATOMIC | FI_RMA | FI_MSG | FI_SEND |
+                             FI_RECV),
+                  offer->caps & (FI_ATOMIC | FI_RMA | FI_MSG | FI_SEND |
+                                 FI_RECV));
+        EXPECT_EQ(0u, offer->caps & (FI_TAGGED | FI_DIRECTED_RECV |
+                                     FI_SOURCE));
+        /* a message's limits: 4 MiB (fi_fiatomic(7)), 8 bytes of remote
+         * CQ data, up to 4 iov entries each way */
+        EXPECT_EQ((size_t)4 << 20, offer->ep_attr->max_msg_size);
+        EXPECT_EQ(8u, offer->domain_attr->cq_data_size);
+        EXPECT_EQ(4u, offer->rx_attr->iov_limit);
         EXPECT_EQ((uint64_t)(FI_ORDER_ATOMIC_RAR | FI_ORDER_ATOMIC_RAW |
                              FI_ORDER_ATOMIC_WAR | FI_ORDER_ATOMIC_WAW),
                   offer->tx_attr->msg_order);
@@ -194,6 +202,55 @@ TEST_F(getinfo, transfer_caps_only_with_endpoints)
     EXPECT_EQ(0, fi_close(&domain->fid));
     EXPECT_EQ(0, fi_close(&fabric->fid));
     fi_freeinfo(offer);
+}
+
+/* what Sandia OpenSHMEM's OFI transport asks (both key modes, both
+ * progress models) is still offered with messages in the offer, and a
+ * message program's limits are offered up to the provider's and not
+ * beyond */
+TEST_F(getinfo, openshmem_and_message_hints)
+{
+    for (int basic = 0; basic < 2; ++basic) {
+        for (enum fi_progress progress : {FI_PROGRESS_AUTO,
+                                          FI_PROGRESS_MANUAL}) {
+            m_hints->caps                        = FI_RMA | FI_ATOMIC;
+            m_hints->ep_attr->type               = FI_EP_RDM;
+            m_hints->ep_attr->max_msg_size       = 1;
+            m_hints->domain_attr->av_type        = FI_AV_TABLE;
+            m_hints->domain_attr->resource_mgmt  = FI_RM_ENABLED;
+            m_hints->domain_attr->data_progress  = progress;
+            m_hints->domain_attr->mr_mode        = basic ? (int)mr_prov : 0;
+            m_hints->tx_attr->op_flags           = FI_DELIVERY_COMPLETE;
+            m_hints->tx_attr->inject_size        = 16;
+            ASSERT_EQ(0, ask()) << basic << " " << progress;
+            for (struct fi_info *info : m_infos) {
+                /* the caps asked, not more */
+                EXPECT_EQ((uint64_t)(FI_RMA | FI_ATOMIC), info->caps);
+            }
+        }
+    }
+
+    m_hints->caps                     = FI_MSG | FI_SEND | FI_RECV;
+    m_hints->ep_attr->max_msg_size    = (size_t)4 << 20;
+    m_hints->tx_attr->inject_size     = 64;
+    m_hints->tx_attr->iov_limit       = 4;
+    m_hints->rx_attr->iov_limit       = 4;
+    m_hints->tx_attr->op_flags        = 0;
+    m_hints->domain_attr->cq_data_size = 8;
+    ASSERT_EQ(0, ask());
+    m_hints->ep_attr->max_msg_size = ((size_t)4 << 20) + 1;
+    expect_nodata("a message above 4 MiB");
+    m_hints->ep_attr->max_msg_size     = 0;
+    m_hints->domain_attr->cq_data_size = 9;
+    expect_nodata("more than 8 bytes of remote CQ data");
+    m_hints->domain_attr->cq_data_size = 0;
+    m_hints->rx_attr->iov_limit        = 5;
+    expect_nodata("5 receive iov entries");
+    m_hints->rx_attr->iov_limit        = 0;
+    m_hints->caps |= FI_DIRECTED_RECV;
+    expect_nodata("directed receives");
+    m_hints->caps = FI_MSG | FI_SOURCE;
+    expect_nodata("sources");
 }
 
 TEST_F(getinfo, endpoint_type)

@@ -1,0 +1,913 @@
+/**
+ * Messages (fi_msg(3)) on FI_EP_RDM endpoints with FI_MSG: fi_send,
+ * fi_sendv, fi_sendmsg, fi_inject, fi_senddata, fi_injectdata, fi_recv,
+ * fi_recvv and fi_recvmsg, over UCP active messages (FIP_AM_MSG) on the
+ * connection to the peer's domain (fip_peer.c). A message names the
+ * endpoint it is for (the id and nonce of its address); the domain's
+ * handler finds it there and matches the message to the oldest receive it
+ * has posted (no directed receives: any source), so that messages from one
+ * endpoint to another fill receives in the order they were sent. A message
+ * that finds no receive waits in the endpoint's unexpected queue (copied,
+ * or fetched by rendezvous into a buffer of its own), capped at
+ * FIP_MSG_UX_MAX messages and FIP_MSG_UX_BYTES bytes: a message beyond
+ * either is dropped and counted as an error of the endpoint's FI_RECV
+ * counter (the sender is not told). A message larger than its receive
+ * fills the receive and completes it with an FI_ETRUNC error entry whose
+ * olen is the rest. Everything in a message's header is checked (magic,
+ * lengths, flags, an endpoint that exists with that nonce); a message that
+ * fails is dropped. A send completes when UCP has sent it, or, with
+ * FI_DELIVERY_COMPLETE, after a flush of the connection that follows it.
+ * Sources are not reported (no FI_SOURCE).
+ */
+#include "fip.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define FIP_MSG_MAGIC    0x6669704du /* "fipM" */
+#define FIP_MSG_HDR_DATA 1u          /* data holds remote CQ data */
+
+typedef struct fip_msg_hdr {
+    uint32_t magic;
+    uint32_t ep_id;     /* the endpoint the message is for */
+    uint64_t nonce;     /* and its nonce */
+    uint64_t len;       /* the message's bytes */
+    uint64_t data;      /* remote CQ data, with FIP_MSG_HDR_DATA */
+    uint64_t seq;       /* its number on its connection, from 0 */
+    uint32_t flags;
+    uint32_t reserved;  /* 0 */
+} fip_msg_hdr_t;
+
+/* a message that came before its turn: its header, and its bytes (copied)
+ * or UCP's rendezvous descriptor */
+typedef struct fip_msg_held {
+    struct fip_msg_held *next;   /* by seq */
+    fip_msg_hdr_t       hdr;
+    void                *desc;   /* rendezvous, else NULL */
+} fip_msg_held_t;
+
+/* the messages of one connection (UCP's endpoint they come over) */
+typedef struct fip_msg_stream {
+    struct fip_msg_stream *next;
+    ucp_ep_h              ep;
+    uint64_t              expected;   /* the next seq to deliver */
+    fip_msg_held_t        *held;      /* sorted by seq */
+} fip_msg_stream_t;
+
+/* a send: the operation, the header UCP sends from, the program's iov;
+ * injected bytes follow */
+typedef struct fip_msg_tx {
+    fip_op_t      op;
+    fip_msg_hdr_t hdr;
+    ucp_dt_iov_t  iov[FIP_IOV_LIMIT];
+} fip_msg_tx_t;
+
+/* a posted receive; the operation first, so that the CQ frees it whole */
+typedef struct fip_msg_rx {
+    fip_op_t          op;
+    struct fip_msg_rx *next;
+    struct iovec      iov[FIP_IOV_LIMIT];
+    size_t            iov_count;
+    size_t            size;      /* the iov's bytes */
+    void              *bounce;   /* a rendezvous into a buffer of ours */
+    size_t            msg_len;   /* the rendezvous's message */
+    uint64_t          msg_data;
+    uint64_t          msg_flags;
+} fip_msg_rx_t;
+
+/* an unexpected message; its bytes follow */
+typedef struct fip_msg_ux {
+    struct fip_msg_ux *next;
+    fip_ep_t          *ep;
+    size_t            len;
+    uint64_t          data;
+    uint64_t          flags;     /* FI_REMOTE_CQ_DATA */
+    int               arriving;  /* under rx_lock: rendezvous running */
+    int               failed;    /* its rendezvous failed */
+    fip_msg_rx_t      *rx;       /* under rx_lock: matched while arriving */
+} fip_msg_ux_t;
+
+static fip_ep_t *fip_msg_ep(struct fid_ep *ep_fid)
+{
+    return fip_container_of(ep_fid, fip_ep_t, ep_fid);
+}
+
+static size_t fip_msg_iov_bytes(const struct iovec *iov, size_t count)
+{
+    size_t total = 0;
+    size_t i;
+
+    for (i = 0; i < count; ++i) {
+        total += iov[i].iov_len;
+    }
+    return total;
+}
+
+/* ---- receiving ---------------------------------------------------------- */
+
+/* copy len bytes into the receive's iov (at most its size) */
+static void fip_msg_scatter(fip_msg_rx_t *rx, const void *src, size_t len)
+{
+    size_t i, n, off = 0;
+
+    for (i = 0; (i < rx->iov_count) && (off < len); ++i) {
+        n = rx->iov[i].iov_len;
+        if (n > len - off) {
+            n = len - off;
+        }
+        memcpy(rx->iov[i].iov_base, (const char*)src + off, n);
+        off += n;
+    }
+}
+
+/* a receive got a message of len bytes (already in its buffers): its entry
+ * (FI_ETRUNC when cut short) and counter; the receive counts in flight */
+static void fip_msg_rx_done(fip_msg_rx_t *rx, size_t len, uint64_t data,
+                            uint64_t flags, int err)
+{
+    fip_op_t *op = &rx->op;
+
+    op->flags |= flags;
+    op->data   = data;
+    if (err != 0) {
+        op->err = err;
+        op->len = 0;
+    } else if (len > rx->size) {
+        op->err  = FI_ETRUNC;
+        op->len  = rx->size;
+        op->olen = len - rx->size;
+    } else {
+        op->len = len;
+    }
+    fip_op_complete(op, UCS_OK);
+}
+
+static void fip_msg_rx_deliver(fip_msg_rx_t *rx, const void *src, size_t len,
+                               uint64_t data, uint64_t flags)
+{
+    fip_msg_scatter(rx, src, len);
+    fip_msg_rx_done(rx, len, data, flags, 0);
+}
+
+/* a rendezvous into a receive finished */
+static void fip_msg_rndv_rx_cb(void *request, ucs_status_t status,
+                               size_t length, void *user_data)
+{
+    fip_msg_rx_t *rx = user_data;
+
+    if (request != NULL) {
+        ucp_request_free(request);
+    }
+    if ((status == UCS_OK) && (rx->bounce != NULL)) {
+        fip_msg_scatter(rx, rx->bounce, rx->msg_len);
+    }
+    free(rx->bounce);
+    rx->bounce = NULL;
+    fip_msg_rx_done(rx, rx->msg_len, rx->msg_data, rx->msg_flags,
+                    (status == UCS_OK) ? 0 : FI_EIO);
+}
+
+/* a rendezvous into an unexpected message's buffer finished */
+static void fip_msg_rndv_ux_cb(void *request, ucs_status_t status,
+                               size_t length, void *user_data)
+{
+    fip_msg_ux_t *ux = user_data;
+    fip_ep_t *ep     = ux->ep;
+    fip_msg_rx_t *rx;
+
+    if (request != NULL) {
+        ucp_request_free(request);
+    }
+    pthread_mutex_lock(&ep->rx_lock);
+    ux->arriving = 0;
+    ux->failed   = (status != UCS_OK);
+    rx           = ux->rx;
+    if (rx != NULL) {
+        /* a receive took it while it arrived: it left the queue then */
+        ep->ux_bytes -= ux->len;
+    }
+    pthread_mutex_unlock(&ep->rx_lock);
+    if (rx != NULL) {
+        if (ux->failed) {
+            fip_msg_rx_done(rx, 0, 0, 0, FI_EIO);
+        } else {
+            fip_msg_rx_deliver(rx, ux + 1, ux->len, ux->data, ux->flags);
+        }
+        free(ux);
+    }
+    /* the rendezvous counted in flight */
+    __atomic_sub_fetch(&ep->inflight, 1, __ATOMIC_RELEASE);
+}
+
+/* the endpoint a message names, with its rx_lock held; NULL if none */
+static fip_ep_t *fip_msg_ep_find(fip_domain_t *domain,
+                                 const fip_msg_hdr_t *hdr)
+{
+    fip_ep_t *ep;
+
+    for (ep = domain->msg_eps; ep != NULL; ep = ep->msg_next) {
+        if ((ep->addr.ep_id == hdr->ep_id) &&
+            (ep->addr.nonce == hdr->nonce)) {
+            pthread_mutex_lock(&ep->rx_lock);
+            return ep;
+        }
+    }
+    return NULL;
+}
+
+static void fip_msg_rndv(fip_domain_t *domain, void *desc, void *buf,
+                         size_t len, ucp_am_recv_data_nbx_callback_t cb,
+                         void *user_data)
+{
+    ucp_request_param_t param = {0};
+    ucs_status_ptr_t sptr;
+
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                         UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.recv_am   = cb;
+    param.user_data    = user_data;
+    sptr = ucp_am_recv_data_nbx(domain->ucp_worker, desc, buf, len, &param);
+    if (!UCS_PTR_IS_PTR(sptr)) {
+        /* done at once (no callback then), or failed */
+        cb(NULL, UCS_PTR_STATUS(sptr), len, user_data);
+    }
+}
+
+/* deliver one message in its turn to the endpoint it names: to its oldest
+ * receive, else into its unexpected queue, else dropped and counted.
+ * `deferred`: a rendezvous held back, whose descriptor must be released
+ * if it is not received. */
+static void fip_msg_dispatch(fip_domain_t *domain, const fip_msg_hdr_t *hdr,
+                             void *data, int rndv, int deferred)
+{
+    size_t length        = hdr->len;
+    fip_msg_rx_t *rx     = NULL;
+    fip_msg_ux_t *ux     = NULL;
+    int dropped          = 0;
+    uint64_t flags;
+    fip_ep_t *ep;
+
+    flags = (hdr->flags & FIP_MSG_HDR_DATA) ? FI_REMOTE_CQ_DATA : 0;
+    pthread_mutex_lock(&domain->msg_lock);
+    ep = fip_msg_ep_find(domain, hdr);
+    pthread_mutex_unlock(&domain->msg_lock);
+    if (ep == NULL) {
+        goto drop;
+    }
+    /* rx_lock held: the endpoint cannot leave msg_eps and free before it
+     * is released (fip_msg_ep_remove takes it) */
+    if (ep->rx_head != NULL) {
+        rx          = ep->rx_head;
+        ep->rx_head = rx->next;
+        if (ep->rx_head == NULL) {
+            ep->rx_tail = NULL;
+        }
+        __atomic_add_fetch(&ep->inflight, 1, __ATOMIC_RELAXED);
+    } else if ((ep->ux_count >= FIP_MSG_UX_MAX) ||
+               (ep->ux_bytes + length > FIP_MSG_UX_BYTES) ||
+               ((ux = malloc(sizeof(*ux) + length)) == NULL)) {
+        /* counted while the endpoint (and so its counter) surely lives */
+        if (ep->cntrs[FIP_EP_CNTR_RECV] != NULL) {
+            fip_cntr_inc(ep->cntrs[FIP_EP_CNTR_RECV], 1);
+        }
+        dropped = 1;
+    } else {
+        memset(ux, 0, sizeof(*ux));
+        ux->ep       = ep;
+        ux->len      = length;
+        ux->data     = hdr->data;
+        ux->flags    = flags;
+        ux->arriving = rndv;
+        if (!rndv) {
+            memcpy(ux + 1, data, length);
+        } else {
+            __atomic_add_fetch(&ep->inflight, 1, __ATOMIC_RELAXED);
+        }
+        if (ep->ux_tail == NULL) {
+            ep->ux_head = ux;
+        } else {
+            ep->ux_tail->next = ux;
+        }
+        ep->ux_tail   = ux;
+        ep->ux_count += 1;
+        ep->ux_bytes += length;
+    }
+    pthread_mutex_unlock(&ep->rx_lock);
+
+    if (dropped) {
+        goto drop;
+    } else if ((rx != NULL) && !rndv) {
+        fip_msg_rx_deliver(rx, data, length, hdr->data, flags);
+    } else if (rx != NULL) {
+        rx->msg_len   = length;
+        rx->msg_data  = hdr->data;
+        rx->msg_flags = flags;
+        if ((rx->iov_count == 1) && (rx->size >= length)) {
+            fip_msg_rndv(domain, data, rx->iov[0].iov_base, length,
+                         fip_msg_rndv_rx_cb, rx);
+        } else {
+            rx->bounce = malloc(length);
+            if (rx->bounce == NULL) {
+                fip_msg_rx_done(rx, 0, 0, 0, FI_ENOMEM);
+                goto drop;
+            }
+            fip_msg_rndv(domain, data, rx->bounce, length,
+                         fip_msg_rndv_rx_cb, rx);
+        }
+    } else if (rndv) {
+        fip_msg_rndv(domain, data, ux + 1, length, fip_msg_rndv_ux_cb, ux);
+    }
+    return;
+
+drop:
+    /* a rendezvous not received: UCP tells its sender it is done */
+    if (rndv && deferred) {
+        ucp_am_data_release(domain->ucp_worker, data);
+    }
+}
+
+static size_t fip_msg_stream_bucket(ucp_ep_h ep)
+{
+    return ((uintptr_t)ep >> 4) % FIP_MSG_STREAM_BUCKETS;
+}
+
+/* the stream of a connection, new on its first message (capped as the
+ * connections are); under stream_lock */
+static fip_msg_stream_t *fip_msg_stream_get(fip_domain_t *domain,
+                                            ucp_ep_h ep)
+{
+    size_t b = fip_msg_stream_bucket(ep);
+    fip_msg_stream_t *stream;
+
+    for (stream = domain->streams[b]; stream != NULL; stream = stream->next) {
+        if (stream->ep == ep) {
+            return stream;
+        }
+    }
+    if (domain->stream_count >= 2 * FIP_ACCEPT_MAX) {
+        return NULL;
+    }
+    stream = calloc(1, sizeof(*stream));
+    if (stream == NULL) {
+        return NULL;
+    }
+    stream->ep          = ep;
+    stream->next        = domain->streams[b];
+    domain->streams[b]  = stream;
+    domain->stream_count += 1;
+    return stream;
+}
+
+/* deliver the held messages whose turn came; all of them (in their order)
+ * when `all` */
+static void fip_msg_stream_drain(fip_domain_t *domain,
+                                 fip_msg_stream_t *stream, int all)
+{
+    fip_msg_held_t *held;
+
+    while (((held = stream->held) != NULL) &&
+           (all || (held->hdr.seq == stream->expected))) {
+        stream->held      = held->next;
+        stream->expected  = held->hdr.seq + 1;
+        domain->held_count -= 1;
+        if (held->desc == NULL) {
+            domain->held_bytes -= held->hdr.len;
+        }
+        fip_msg_dispatch(domain, &held->hdr,
+                         (held->desc != NULL) ? held->desc : (void*)(held + 1),
+                         held->desc != NULL, 1);
+        free(held);
+    }
+}
+
+/* hold a message that came early: 1 if held (a rendezvous's descriptor is
+ * then kept), 0 if the caps are reached */
+static int fip_msg_hold(fip_domain_t *domain, fip_msg_stream_t *stream,
+                        const fip_msg_hdr_t *hdr, void *data, int rndv)
+{
+    size_t bytes = rndv ? 0 : hdr->len;
+    fip_msg_held_t *held, **p;
+
+    if ((domain->held_count >= FIP_MSG_HOLD_MAX) ||
+        (domain->held_bytes + bytes > FIP_MSG_HOLD_BYTES)) {
+        return 0;
+    }
+    held = malloc(sizeof(*held) + bytes);
+    if (held == NULL) {
+        return 0;
+    }
+    held->hdr  = *hdr;
+    held->desc = rndv ? data : NULL;
+    if (!rndv) {
+        memcpy(held + 1, data, bytes);
+    }
+    for (p = &stream->held; (*p != NULL) && ((*p)->hdr.seq < hdr->seq);
+         p = &(*p)->next) {
+    }
+    held->next = *p;
+    *p         = held;
+    domain->held_count += 1;
+    domain->held_bytes += bytes;
+    return 1;
+}
+
+static ucs_status_t fip_msg_handler(void *arg, const void *header,
+                                    size_t header_length, void *data,
+                                    size_t length,
+                                    const ucp_am_recv_param_t *param)
+{
+    fip_domain_t *domain = arg;
+    int rndv = !!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV);
+    ucs_status_t status  = UCS_OK;
+    fip_msg_stream_t *stream;
+    fip_msg_hdr_t hdr;
+
+    /* a message that fails a check is dropped (a rendezvous not started
+     * is dropped with it) */
+    if ((header_length != sizeof(hdr)) ||
+        !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
+        return UCS_OK;
+    }
+    memcpy(&hdr, header, sizeof(hdr));
+    if ((hdr.magic != FIP_MSG_MAGIC) || (hdr.reserved != 0) ||
+        (hdr.flags & ~FIP_MSG_HDR_DATA) || (hdr.len != length) ||
+        (length > FIP_MSG_MAX) ||
+        (!(hdr.flags & FIP_MSG_HDR_DATA) && (hdr.data != 0))) {
+        return UCS_OK;
+    }
+
+    pthread_mutex_lock(&domain->stream_lock);
+    stream = fip_msg_stream_get(domain, param->reply_ep);
+    if ((stream == NULL) || (hdr.seq < stream->expected)) {
+        /* no room for another connection, or a number already delivered
+         * (the sender does not repeat one) */
+        goto out;
+    }
+    if (hdr.seq > stream->expected) {
+        if (fip_msg_hold(domain, stream, &hdr, data, rndv)) {
+            status = rndv ? UCS_INPROGRESS : UCS_OK;
+            goto out;
+        }
+        /* nothing more can wait: what waits goes on, then this one */
+        fip_msg_stream_drain(domain, stream, 1);
+    }
+    fip_msg_dispatch(domain, &hdr, data, rndv, 0);
+    stream->expected = hdr.seq + 1;
+    fip_msg_stream_drain(domain, stream, 0);
+out:
+    pthread_mutex_unlock(&domain->stream_lock);
+    return status;
+}
+
+void fip_msg_cleanup(fip_domain_t *domain)
+{
+    fip_msg_stream_t *stream;
+    fip_msg_held_t *held;
+    size_t b;
+
+    for (b = 0; b < FIP_MSG_STREAM_BUCKETS; ++b) {
+        while ((stream = domain->streams[b]) != NULL) {
+            domain->streams[b] = stream->next;
+            while ((held = stream->held) != NULL) {
+                stream->held = held->next;
+                if (held->desc != NULL) {
+                    ucp_am_data_release(domain->ucp_worker, held->desc);
+                }
+                free(held);
+            }
+            free(stream);
+        }
+    }
+    domain->stream_count = 0;
+    domain->held_count   = 0;
+    domain->held_bytes   = 0;
+}
+
+int fip_msg_init(fip_domain_t *domain)
+{
+    ucp_am_handler_param_t param = {0};
+
+    param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
+                       UCP_AM_HANDLER_PARAM_FIELD_CB |
+                       UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    param.id         = FIP_AM_MSG;
+    param.cb         = fip_msg_handler;
+    param.arg        = domain;
+    return (ucp_worker_set_am_recv_handler(domain->ucp_worker, &param) ==
+            UCS_OK) ? 0 : -FI_EOTHER;
+}
+
+void fip_msg_ep_add(fip_ep_t *ep)
+{
+    fip_domain_t *domain = ep->domain;
+
+    pthread_mutex_lock(&domain->msg_lock);
+    ep->msg_next     = domain->msg_eps;
+    domain->msg_eps  = ep;
+    pthread_mutex_unlock(&domain->msg_lock);
+}
+
+void fip_msg_ep_remove(fip_ep_t *ep)
+{
+    fip_domain_t *domain = ep->domain;
+    fip_ep_t **p;
+
+    pthread_mutex_lock(&domain->msg_lock);
+    for (p = &domain->msg_eps; *p != NULL; p = &(*p)->msg_next) {
+        if (*p == ep) {
+            *p = ep->msg_next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&domain->msg_lock);
+    /* a handler that found it before holds its rx_lock: wait it out */
+    pthread_mutex_lock(&ep->rx_lock);
+    pthread_mutex_unlock(&ep->rx_lock);
+}
+
+void fip_msg_ep_cleanup(fip_ep_t *ep)
+{
+    fip_msg_rx_t *rx;
+    fip_msg_ux_t *ux;
+
+    /* receives still posted end with the endpoint (fi_endpoint(3)) */
+    while ((rx = ep->rx_head) != NULL) {
+        ep->rx_head = rx->next;
+        free(rx);
+    }
+    while ((ux = ep->ux_head) != NULL) {
+        ep->ux_head = ux->next;
+        free(ux);
+    }
+    ep->rx_tail = NULL;
+    ep->ux_tail = NULL;
+}
+
+static ssize_t fip_msg_recv_post(fip_ep_t *ep, const struct fi_msg *msg,
+                                 uint64_t flags)
+{
+    fip_msg_rx_t *rx;
+    fip_msg_ux_t *ux;
+    size_t i;
+
+    if (msg == NULL) {
+        return -FI_EINVAL;
+    }
+    if (!ep->enabled) {
+        return -FI_EOPBADSTATE;
+    }
+    if ((msg->iov_count > FIP_IOV_LIMIT) ||
+        ((msg->iov_count > 0) && (msg->msg_iov == NULL)) ||
+        (flags & (FI_MULTI_RECV | FI_PEEK | FI_CLAIM | FI_DISCARD))) {
+        return -FI_EINVAL;
+    }
+    for (i = 0; i < msg->iov_count; ++i) {
+        if ((msg->msg_iov[i].iov_base == NULL) &&
+            (msg->msg_iov[i].iov_len > 0)) {
+            return -FI_EINVAL;
+        }
+    }
+
+    rx = calloc(1, sizeof(*rx));
+    if (rx == NULL) {
+        return -FI_ENOMEM;
+    }
+    rx->op.ep      = ep;
+    rx->op.cq      = ep->rx_cq;
+    rx->op.cntr    = ep->cntrs[FIP_EP_CNTR_RECV];
+    rx->op.context = msg->context;
+    rx->op.flags   = FI_MSG | FI_RECV;
+    /* fi_cq(3): with selective completion only FI_COMPLETION (in the
+     * call's flags, else the receive side's op_flags) reports a success */
+    rx->op.report  = !ep->rx_selective || (flags & FI_COMPLETION);
+    rx->iov_count  = msg->iov_count;
+    if (msg->iov_count > 0) {
+        memcpy(rx->iov, msg->msg_iov, msg->iov_count * sizeof(rx->iov[0]));
+    }
+    rx->size = fip_msg_iov_bytes(rx->iov, rx->iov_count);
+    if (rx->size > 0) {
+        rx->op.buf = rx->iov[0].iov_base;
+    }
+
+    pthread_mutex_lock(&ep->rx_lock);
+    ux = ep->ux_head;
+    if (ux == NULL) {
+        rx->next = NULL;
+        if (ep->rx_tail == NULL) {
+            ep->rx_head = rx;
+        } else {
+            ep->rx_tail->next = rx;
+        }
+        ep->rx_tail = rx;
+        pthread_mutex_unlock(&ep->rx_lock);
+        return 0;
+    }
+    /* the oldest unexpected message, in the order they arrived */
+    __atomic_add_fetch(&ep->inflight, 1, __ATOMIC_RELAXED);
+    ep->ux_head = ux->next;
+    if (ep->ux_head == NULL) {
+        ep->ux_tail = NULL;
+    }
+    ep->ux_count -= 1;
+    if (ux->arriving) {
+        /* its rendezvous callback delivers it (and gives its bytes back) */
+        ux->rx = rx;
+        pthread_mutex_unlock(&ep->rx_lock);
+        return 0;
+    }
+    ep->ux_bytes -= ux->len;
+    pthread_mutex_unlock(&ep->rx_lock);
+    if (ux->failed) {
+        fip_msg_rx_done(rx, 0, 0, 0, FI_EIO);
+    } else {
+        fip_msg_rx_deliver(rx, ux + 1, ux->len, ux->data, ux->flags);
+    }
+    free(ux);
+    return 0;
+}
+
+/* ---- sending ------------------------------------------------------------ */
+
+/* one piece of a send done (the send itself, a flush): the last one
+ * completes it */
+static void fip_msg_tx_part_done(fip_op_t *op, ucs_status_t status)
+{
+    ucs_status_t ok = UCS_OK;
+
+    if (status != UCS_OK) {
+        __atomic_compare_exchange_n(&op->status, &ok, status, 0,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    }
+    if (__atomic_sub_fetch(&op->pending, 1, __ATOMIC_ACQ_REL) == 0) {
+        fip_op_complete(op, __atomic_load_n(&op->status, __ATOMIC_ACQUIRE));
+    }
+}
+
+static void fip_msg_tx_cb(void *request, ucs_status_t status,
+                          void *user_data)
+{
+    ucp_request_free(request);
+    fip_msg_tx_part_done(user_data, status);
+}
+
+static void fip_msg_tx_started(fip_op_t *op, ucs_status_ptr_t sptr)
+{
+    ucs_status_t ok = UCS_OK;
+
+    if (UCS_PTR_IS_PTR(sptr)) {
+        __atomic_add_fetch(&op->pending, 1, __ATOMIC_RELAXED);
+    } else if (UCS_PTR_IS_ERR(sptr)) {
+        __atomic_compare_exchange_n(&op->status, &ok, UCS_PTR_STATUS(sptr),
+                                    0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    }
+}
+
+/* whether a send completes only once it is at the target */
+static int fip_msg_delivery(const fip_ep_t *ep, uint64_t flags)
+{
+    uint64_t level = flags & (FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE |
+                              FI_DELIVERY_COMPLETE);
+
+    if (level == 0) {
+        level = ep->op_flags & FI_DELIVERY_COMPLETE;
+    }
+    return !!(level & FI_DELIVERY_COMPLETE);
+}
+
+static ssize_t fip_msg_send_post(fip_ep_t *ep, const struct fi_msg *msg,
+                                 uint64_t flags)
+{
+    ucp_request_param_t param = {0};
+    fip_addr_t dest;
+    fip_msg_tx_t *tx;
+    fip_peer_t *peer;
+    size_t total, i, n;
+    const void *buffer;
+    size_t count;
+    int ret;
+
+    if (msg == NULL) {
+        return -FI_EINVAL;
+    }
+    if (!ep->enabled) {
+        return -FI_EOPBADSTATE;
+    }
+    if ((msg->iov_count > FIP_IOV_LIMIT) ||
+        ((msg->iov_count > 0) && (msg->msg_iov == NULL))) {
+        return -FI_EINVAL;
+    }
+    for (i = 0; i < msg->iov_count; ++i) {
+        if ((msg->msg_iov[i].iov_base == NULL) &&
+            (msg->msg_iov[i].iov_len > 0)) {
+            return -FI_EINVAL;
+        }
+    }
+    total = fip_msg_iov_bytes(msg->msg_iov, msg->iov_count);
+    if ((total > FIP_MSG_MAX) ||
+        ((flags & FI_INJECT) && (total > FIP_INJECT_SIZE))) {
+        return -FI_EINVAL;
+    }
+
+    ret = fip_av_get(ep->av, msg->addr, &dest);
+    if (ret != 0) {
+        return ret;
+    }
+    ret = fip_peer_get(ep->domain, &dest, &peer);
+    if (ret != 0) {
+        return ret;
+    }
+
+    tx = (fip_msg_tx_t*)fip_op_alloc(ep, 0, msg->context, flags,
+                                     FI_MSG | FI_SEND, NULL,
+                                     sizeof(*tx) - sizeof(tx->op) +
+                                     ((flags & FI_INJECT) ? total : 0));
+    if (tx == NULL) {
+        return -FI_ENOMEM;
+    }
+    tx->op.cntr    = ep->cntrs[FIP_EP_CNTR_SEND];
+    tx->op.pending = 1; /* held while posting */
+    tx->op.status  = UCS_OK;
+    tx->hdr.magic  = FIP_MSG_MAGIC;
+    tx->hdr.ep_id  = dest.ep_id;
+    tx->hdr.nonce  = dest.nonce;
+    tx->hdr.len    = total;
+    /* numbered in the order of the calls: the target restores it */
+    tx->hdr.seq    = __atomic_fetch_add(&peer->msg_seq, 1, __ATOMIC_RELAXED);
+    if (flags & FI_REMOTE_CQ_DATA) {
+        tx->hdr.flags = FIP_MSG_HDR_DATA;
+        tx->hdr.data  = msg->data;
+    }
+
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                         UCP_OP_ATTR_FIELD_USER_DATA |
+                         UCP_OP_ATTR_FIELD_FLAGS;
+    /* the reply endpoint names the connection at the target */
+    param.flags        = UCP_AM_SEND_FLAG_REPLY;
+    param.cb.send      = fip_msg_tx_cb;
+    param.user_data    = &tx->op;
+    if (flags & FI_INJECT) {
+        /* the program's buffer is its own again on return */
+        for (i = 0, n = 0; i < msg->iov_count; ++i) {
+            memcpy((char*)(tx + 1) + n, msg->msg_iov[i].iov_base,
+                   msg->msg_iov[i].iov_len);
+            n += msg->msg_iov[i].iov_len;
+        }
+        buffer = (total > 0) ? (const void*)(tx + 1) : NULL;
+        count  = total;
+    } else if (msg->iov_count > 1) {
+        for (i = 0; i < msg->iov_count; ++i) {
+            tx->iov[i].buffer = msg->msg_iov[i].iov_base;
+            tx->iov[i].length = msg->msg_iov[i].iov_len;
+        }
+        param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+        param.datatype      = ucp_dt_make_iov();
+        buffer              = tx->iov;
+        count               = msg->iov_count;
+    } else {
+        buffer = (total > 0) ? msg->msg_iov[0].iov_base : NULL;
+        count  = total;
+    }
+
+    fip_msg_tx_started(&tx->op, ucp_am_send_nbx(peer->ucp_ep, FIP_AM_MSG,
+                                                &tx->hdr, sizeof(tx->hdr),
+                                                buffer, count, &param));
+    if ((__atomic_load_n(&tx->op.status, __ATOMIC_ACQUIRE) != UCS_OK) &&
+        (__atomic_load_n(&tx->op.pending, __ATOMIC_ACQUIRE) == 1)) {
+        /* nothing runs: reported here, never counted */
+        ret = fiatomic_status_to_fi_errno(tx->op.status);
+        fip_op_cancel(&tx->op);
+        return (ret != 0) ? ret : -FI_EIO;
+    }
+    if (fip_msg_delivery(ep, flags) &&
+        (__atomic_load_n(&tx->op.status, __ATOMIC_ACQUIRE) == UCS_OK)) {
+        ucp_request_param_t fparam = {0};
+
+        fparam.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                              UCP_OP_ATTR_FIELD_USER_DATA;
+        fparam.cb.send      = fip_msg_tx_cb;
+        fparam.user_data    = &tx->op;
+        fip_msg_tx_started(&tx->op, ucp_ep_flush_nbx(peer->ucp_ep, &fparam));
+    }
+    fip_msg_tx_part_done(&tx->op, UCS_OK);
+    return 0;
+}
+
+/* ---- the calls ---------------------------------------------------------- */
+
+static void fip_msg_fill(struct fi_msg *msg, const struct iovec *iov,
+                         void **desc, size_t count, fi_addr_t addr,
+                         void *context, uint64_t data)
+{
+    memset(msg, 0, sizeof(*msg));
+    msg->msg_iov   = iov;
+    msg->desc      = desc;
+    msg->iov_count = count;
+    msg->addr      = addr;
+    msg->context   = context;
+    msg->data      = data;
+}
+
+static ssize_t fip_msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
+                             void **desc, size_t count, fi_addr_t src,
+                             void *context)
+{
+    fip_ep_t *ep = fip_msg_ep(ep_fid);
+    struct fi_msg msg;
+
+    if ((iov == NULL) && (count > 0)) {
+        return -FI_EINVAL;
+    }
+    fip_msg_fill(&msg, iov, desc, count, src, context, 0);
+    return fip_msg_recv_post(ep, &msg, ep->rx_op_flags);
+}
+
+static ssize_t fip_msg_recv(struct fid_ep *ep_fid, void *buf, size_t len,
+                            void *desc, fi_addr_t src, void *context)
+{
+    struct iovec iov = {buf, len};
+
+    return fip_msg_recvv(ep_fid, &iov, &desc, 1, src, context);
+}
+
+static ssize_t fip_msg_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
+                               uint64_t flags)
+{
+    return fip_msg_recv_post(fip_msg_ep(ep_fid), msg, flags);
+}
+
+static ssize_t fip_msg_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
+                             void **desc, size_t count, fi_addr_t dest,
+                             void *context)
+{
+    fip_ep_t *ep = fip_msg_ep(ep_fid);
+    struct fi_msg msg;
+
+    if ((iov == NULL) && (count > 0)) {
+        return -FI_EINVAL;
+    }
+    fip_msg_fill(&msg, iov, desc, count, dest, context, 0);
+    return fip_msg_send_post(ep, &msg, ep->op_flags);
+}
+
+static ssize_t fip_msg_send(struct fid_ep *ep_fid, const void *buf,
+                            size_t len, void *desc, fi_addr_t dest,
+                            void *context)
+{
+    struct iovec iov = {(void*)buf, len};
+
+    return fip_msg_sendv(ep_fid, &iov, &desc, 1, dest, context);
+}
+
+static ssize_t fip_msg_sendmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
+                               uint64_t flags)
+{
+    return fip_msg_send_post(fip_msg_ep(ep_fid), msg, flags);
+}
+
+static ssize_t fip_msg_inject(struct fid_ep *ep_fid, const void *buf,
+                              size_t len, fi_addr_t dest)
+{
+    fip_ep_t *ep     = fip_msg_ep(ep_fid);
+    struct iovec iov = {(void*)buf, len};
+    struct fi_msg msg;
+
+    fip_msg_fill(&msg, &iov, NULL, 1, dest, NULL, 0);
+    return fip_msg_send_post(ep, &msg, FI_INJECT | ep->op_flags);
+}
+
+static ssize_t fip_msg_senddata(struct fid_ep *ep_fid, const void *buf,
+                                size_t len, void *desc, uint64_t data,
+                                fi_addr_t dest, void *context)
+{
+    fip_ep_t *ep     = fip_msg_ep(ep_fid);
+    struct iovec iov = {(void*)buf, len};
+    struct fi_msg msg;
+
+    fip_msg_fill(&msg, &iov, &desc, 1, dest, context, data);
+    return fip_msg_send_post(ep, &msg, FI_REMOTE_CQ_DATA | ep->op_flags);
+}
+
+static ssize_t fip_msg_injectdata(struct fid_ep *ep_fid, const void *buf,
+                                  size_t len, uint64_t data, fi_addr_t dest)
+{
+    fip_ep_t *ep     = fip_msg_ep(ep_fid);
+    struct iovec iov = {(void*)buf, len};
+    struct fi_msg msg;
+
+    fip_msg_fill(&msg, &iov, NULL, 1, dest, NULL, data);
+    return fip_msg_send_post(ep, &msg,
+                             FI_INJECT | FI_REMOTE_CQ_DATA | ep->op_flags);
+}
+
+struct fi_ops_msg fip_msg_ops = {
+    .size       = sizeof(struct fi_ops_msg),
+    .recv       = fip_msg_recv,
+    .recvv      = fip_msg_recvv,
+    .recvmsg    = fip_msg_recvmsg,
+    .send       = fip_msg_send,
+    .sendv      = fip_msg_sendv,
+    .sendmsg    = fip_msg_sendmsg,
+    .inject     = fip_msg_inject,
+    .senddata   = fip_msg_senddata,
+    .injectdata = fip_msg_injectdata
+};

@@ -1,0 +1,306 @@
+/**
+ * Messages as the wire brings them: a peer that speaks UCP itself (not
+ * through the provider) connects to an endpoint's domain and sends message
+ * headers of its own making. Headers that break the format (short, bad
+ * magic, a length that is not the data's, unknown flags, data without its
+ * flag, a non-zero reserved field) and messages to an endpoint id or nonce
+ * that does not exist reach no receive; messages numbered out of order are
+ * received in their numbers' order, and a number already delivered is
+ * dropped. The header layout is the one fip_msg.c sends (48 bytes, host
+ * order): magic "fipM", endpoint id, nonce, length, data, number, flags,
+ * reserved.
+ */
+#include "fiprov_fixture.h"
+
+#include <ucp/api/ucp.h>
+
+#include <arpa/inet.h>
+#include <string.h>
+#include <time.h>
+
+using namespace fiprov_test;
+
+namespace {
+
+const unsigned am_msg   = 1012;
+const uint32_t magic    = 0x6669704du;
+const uint32_t has_data = 1;
+const int wait_ms       = 30000;
+
+struct wire_hdr {
+    uint32_t magic;
+    uint32_t ep_id;
+    uint64_t nonce;
+    uint64_t len;
+    uint64_t data;
+    uint64_t seq;
+    uint32_t flags;
+    uint32_t reserved;
+};
+
+static_assert(sizeof(wire_hdr) == 48, "the header is 48 bytes");
+
+int64_t now_ms()
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+uint64_t get_be(const uint8_t *p, size_t n)
+{
+    uint64_t v = 0;
+
+    for (size_t i = 0; i < n; ++i) {
+        v = (v << 8) | p[i];
+    }
+    return v;
+}
+
+void raw_err(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+}
+
+/* a UCP peer of its own: one context, worker and endpoint */
+class raw_peer {
+public:
+    ~raw_peer() { close(); }
+
+    ucs_status_t open(const uint8_t *addr)
+    {
+        ucp_params_t params         = {};
+        ucp_worker_params_t wparams = {};
+        ucp_ep_params_t eparams     = {};
+        struct sockaddr_in sin      = {};
+        ucs_status_t status;
+
+        params.field_mask   = UCP_PARAM_FIELD_FEATURES;
+        params.features     = UCP_FEATURE_AM;
+        status = ucp_init(&params, NULL, &m_ctx);
+        if (status != UCS_OK) {
+            return status;
+        }
+        wparams.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+        wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+        status = ucp_worker_create(m_ctx, &wparams, &m_worker);
+        if (status != UCS_OK) {
+            return status;
+        }
+        sin.sin_family      = AF_INET;
+        sin.sin_port        = htons((uint16_t)get_be(addr + 2, 2));
+        sin.sin_addr.s_addr = htonl((uint32_t)get_be(addr + 4, 4));
+        eparams.field_mask       = UCP_EP_PARAM_FIELD_FLAGS |
+                                   UCP_EP_PARAM_FIELD_SOCK_ADDR |
+                                   UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                                   UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        eparams.flags            = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+        eparams.sockaddr.addr    = (const struct sockaddr*)&sin;
+        eparams.sockaddr.addrlen = sizeof(sin);
+        eparams.err_mode         = UCP_ERR_HANDLING_MODE_PEER;
+        eparams.err_handler.cb   = raw_err;
+        return ucp_ep_create(m_worker, &eparams, &m_ep);
+    }
+
+    /* one active message, waited for (bounded) */
+    ucs_status_t send(const void *hdr, size_t hdr_len, const void *data,
+                      size_t len)
+    {
+        ucp_request_param_t param = {};
+        ucs_status_ptr_t req;
+        ucs_status_t status;
+        int64_t deadline = now_ms() + wait_ms;
+
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags        = UCP_AM_SEND_FLAG_REPLY;
+        req = ucp_am_send_nbx(m_ep, am_msg, hdr, hdr_len, data, len, &param);
+        if (!UCS_PTR_IS_PTR(req)) {
+            return UCS_PTR_STATUS(req);
+        }
+        while ((status = ucp_request_check_status(req)) == UCS_INPROGRESS) {
+            ucp_worker_progress(m_worker);
+            if (now_ms() > deadline) {
+                ucp_request_cancel(m_worker, req);
+            }
+        }
+        ucp_request_free(req);
+        return status;
+    }
+
+    /* progress a while (what UCP still sends goes out) */
+    void progress(int ms)
+    {
+        int64_t deadline = now_ms() + ms;
+
+        while (now_ms() < deadline) {
+            ucp_worker_progress(m_worker);
+        }
+    }
+
+    void close()
+    {
+        ucp_request_param_t param = {};
+        ucs_status_ptr_t req;
+
+        if (m_ep != NULL) {
+            /* flushed first: the target has every message before the
+             * connection ends */
+            param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+            param.flags        = 0;
+            req = ucp_ep_close_nbx(m_ep, &param);
+            if (UCS_PTR_IS_PTR(req)) {
+                int64_t deadline = now_ms() + wait_ms;
+                while ((ucp_request_check_status(req) == UCS_INPROGRESS) &&
+                       (now_ms() < deadline)) {
+                    ucp_worker_progress(m_worker);
+                }
+                ucp_request_free(req);
+            }
+            m_ep = NULL;
+        }
+        if (m_worker != NULL) {
+            ucp_worker_destroy(m_worker);
+            m_worker = NULL;
+        }
+        if (m_ctx != NULL) {
+            ucp_cleanup(m_ctx);
+            m_ctx = NULL;
+        }
+    }
+
+private:
+    ucp_context_h m_ctx    = NULL;
+    ucp_worker_h  m_worker = NULL;
+    ucp_ep_h      m_ep     = NULL;
+};
+
+class msg_wire : public test_base {
+protected:
+    void SetUp() override
+    {
+        open_params p;
+        size_t len = sizeof(m_addr);
+
+        test_base::SetUp();
+        p.caps      = FI_MSG;
+        p.cq_format = FI_CQ_FORMAT_DATA;
+        ASSERT_EQ(0, m_o.open_domain(p));
+        ASSERT_EQ(0, m_o.open_ep());
+        ASSERT_EQ(0, fi_getname(&m_o.ep->fid, m_addr, &len));
+        ASSERT_EQ(24u, len);
+        ASSERT_EQ(UCS_OK, m_raw.open(m_addr));
+    }
+
+    void TearDown() override
+    {
+        m_raw.close();
+        m_o.close();
+        test_base::TearDown();
+    }
+
+    /* a well-formed header for this endpoint */
+    wire_hdr hdr(uint64_t seq, size_t len) const
+    {
+        wire_hdr h = {};
+
+        h.magic = magic;
+        h.ep_id = (uint32_t)get_be(m_addr + 8, 4);
+        h.nonce = get_be(m_addr + 16, 8);
+        h.len   = len;
+        h.seq   = seq;
+        return h;
+    }
+
+    void send(const wire_hdr &h, const char *text)
+    {
+        ASSERT_EQ(UCS_OK, m_raw.send(&h, sizeof(h), text, strlen(text)));
+    }
+
+    /* the next receive entry (bounded): the receive's buffer as text */
+    void next(std::string *got)
+    {
+        struct fi_cq_data_entry e;
+        int64_t deadline = now_ms() + wait_ms;
+        ssize_t n;
+
+        while ((n = fi_cq_read(m_o.cq, &e, 1)) == -FI_EAGAIN) {
+            ASSERT_LT(now_ms(), deadline) << "no message received";
+        }
+        ASSERT_EQ(1, n);
+        ASSERT_TRUE(e.flags & FI_RECV);
+        *got = std::string((const char*)e.op_context, e.len);
+    }
+
+    objects  m_o;
+    uint8_t  m_addr[64];
+    raw_peer m_raw;
+};
+
+TEST_F(msg_wire, malformed_headers_and_unknown_endpoints_reach_nothing)
+{
+    char buf[2][16] = {};
+    std::string got;
+    wire_hdr h;
+
+    for (auto &b : buf) {
+        ASSERT_EQ(0, fi_recv(m_o.ep, b, sizeof(b), NULL, FI_ADDR_UNSPEC, b));
+    }
+    /* the form broken: none of these takes a number */
+    h = hdr(0, 5);
+    ASSERT_EQ(UCS_OK, m_raw.send(&h, sizeof(h) - 1, "short", 5));
+    h.magic = magic + 1;
+    send(h, "magic");
+    h = hdr(0, 4);
+    send(h, "length");                  /* 6 bytes, 4 said */
+    h = hdr(0, 5);
+    h.flags = 2;
+    send(h, "flags");
+    h = hdr(0, 4);
+    h.data = 7;                         /* data without its flag */
+    send(h, "data");
+    h = hdr(0, 8);
+    h.reserved = 1;
+    send(h, "reserved");
+    /* well-formed, for no endpoint here: numbers 0 and 1 */
+    h = hdr(0, 5);
+    h.ep_id += 1000;
+    send(h, "ep_id");
+    h = hdr(1, 5);
+    h.nonce ^= 1;
+    send(h, "nonce");
+    /* the only one that arrives, with its data */
+    h        = hdr(2, 4);
+    h.flags  = has_data;
+    h.data   = 42;
+    send(h, "good");
+    next(&got);
+    EXPECT_EQ("good", got);
+    m_raw.progress(100);
+    struct fi_cq_data_entry e;
+    EXPECT_EQ(-FI_EAGAIN, fi_cq_read(m_o.cq, &e, 1))
+        << "a malformed message was received";
+    EXPECT_EQ(1u, fi_cntr_read(m_o.rvcntr));
+    EXPECT_EQ(0u, fi_cntr_readerr(m_o.rvcntr));
+}
+
+TEST_F(msg_wire, numbered_messages_are_received_in_order)
+{
+    char buf[4][16] = {};
+    std::string got;
+
+    for (auto &b : buf) {
+        ASSERT_EQ(0, fi_recv(m_o.ep, b, sizeof(b), NULL, FI_ADDR_UNSPEC, b));
+    }
+    /* 2 and 1 wait for 0; 1 again is dropped; 3 follows */
+    send(hdr(2, 5), "third");
+    send(hdr(1, 6), "second");
+    send(hdr(0, 5), "first");
+    send(hdr(1, 5), "again");
+    send(hdr(3, 6), "fourth");
+    for (const char *want : {"first", "second", "third", "fourth"}) {
+        next(&got);
+        EXPECT_EQ(want, got);
+    }
+}
+
+} // namespace
