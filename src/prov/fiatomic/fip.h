@@ -243,6 +243,12 @@ typedef struct fip_op {
      * first failure */
     int                pending;    /* atomic */
     ucs_status_t       status;     /* atomic */
+    /* atomics on misaligned result buffers (fip_atomic_stage.c): where
+     * libfiatomic wrote the results, and the program's buffers */
+    void               *staged;
+    struct fi_ioc      *staged_to;
+    size_t             staged_count;
+    size_t             staged_size;
 } fip_op_t;
 
 typedef struct fip_cq {
@@ -349,6 +355,31 @@ int fip_ep_peer(fip_ep_t *ep, fi_addr_t dest, fip_peer_t **peer_p);
 /** An operation's completion: count it, queue its entry (or an error
  *  entry), free it when no entry is due; status from libfiatomic. */
 void fip_op_complete(fip_op_t *op, ucs_status_t status);
+
+/** An atomic call's staged lists: one aligned entry each. */
+typedef struct fip_atomic_staged {
+    struct fi_ioc operands;
+    struct fi_ioc compare;
+    struct fi_ioc results;
+} fip_atomic_staged_t;
+
+/** Bytes an operation needs to stage a call's local buffers, 0 when they
+ *  are all aligned as libfiatomic takes them (size: element bytes). */
+size_t fip_atomic_stage_bytes(size_t size, const struct fi_msg_atomic *msg,
+                              const struct fi_ioc *comparev,
+                              size_t compare_count,
+                              const struct fi_ioc *resultv,
+                              size_t result_count);
+
+/** Stage them into the operation's extra bytes (allocated with
+ *  fip_atomic_stage_bytes()): the call's lists are pointed at `staged`. */
+void fip_atomic_stage(fip_op_t *op, size_t size, struct fi_msg_atomic *msg,
+                      fip_atomic_staged_t *staged,
+                      const struct fi_ioc **comparev, size_t *compare_count,
+                      struct fi_ioc **resultv, size_t *result_count);
+
+/** At a successful completion: the results to the program's buffers. */
+void fip_atomic_unstage(fip_op_t *op);
 
 int fip_ep_open(struct fid_domain *domain, struct fi_info *info,
                 struct fid_ep **ep_p, void *context);

@@ -58,6 +58,9 @@ void fip_op_complete(fip_op_t *op, ucs_status_t status)
         err     = -fiatomic_status_to_fi_errno(status);
         op->err = (err > 0) ? err : FI_EOTHER;
     }
+    if ((op->staged_to != NULL) && (op->err == 0)) {
+        fip_atomic_unstage(op);
+    }
     cntr  = op->cntr;
     error = (op->err != 0);
     /* the entry first: a program that saw the counter move finds it */
@@ -110,13 +113,14 @@ void fip_op_cancel(fip_op_t *op)
 }
 
 static fip_op_t *fip_op_new(fip_ep_t *ep, fiatomic_family_t family,
-                            void *context, uint64_t flags, void *result)
+                            void *context, uint64_t flags, void *result,
+                            size_t extra)
 {
     int fetching = (family != FIATOMIC_FAMILY_BASE);
 
     return fip_op_alloc(ep, fetching, context, flags,
                         FI_ATOMIC | (fetching ? FI_READ : FI_WRITE), result,
-                        0);
+                        extra);
 }
 
 int fip_ep_peer(fip_ep_t *ep, fi_addr_t dest, fip_peer_t **peer_p)
@@ -181,10 +185,11 @@ static ssize_t fip_atomic_post(fip_ep_t *ep, fiatomic_family_t family,
     fiatomic_request_param_t param = {0};
     struct fi_rma_ioc rma[FIP_IOV_LIMIT];
     struct fi_msg_atomic fmsg;
+    fip_atomic_staged_t staged;
     ucs_status_ptr_t sptr;
     fip_peer_t *peer;
     uint64_t fflags;
-    size_t bytes;
+    size_t bytes, size, stage;
     fip_op_t *op;
     int ret;
 
@@ -220,14 +225,21 @@ static ssize_t fip_atomic_post(fip_ep_t *ep, fiatomic_family_t family,
         return ret;
     }
 
+    size  = fip_atomic_dt_size(msg->datatype);
+    stage = fip_atomic_stage_bytes(size, msg, comparev, compare_count,
+                                   resultv, result_count);
     op = fip_op_new(ep, family, msg->context, flags,
                     ((resultv != NULL) && (result_count > 0)) ?
-                    resultv[0].addr : NULL);
+                    resultv[0].addr : NULL, stage);
     if (op == NULL) {
         return -FI_ENOMEM;
     }
     fmsg         = *msg;
     fmsg.rma_iov = rma;
+    if (stage > 0) {
+        fip_atomic_stage(op, size, &fmsg, &staged, &comparev,
+                         &compare_count, &resultv, &result_count);
+    }
     fflags       = (flags & FIP_ATOMIC_PASS_FLAGS) | FI_DELIVERY_COMPLETE;
     param.op_attr_mask = FIATOMIC_OP_ATTR_FIELD_CALLBACK |
                          FIATOMIC_OP_ATTR_FIELD_USER_DATA |
