@@ -11,7 +11,7 @@
 # strongly connected set of more than one file is a loop: it is printed as
 # one ring through it and every reference inside it, and the check fails.
 # When none is found, each folder's files are printed bottom up, by level
-# (a file calls only files of lower levels).
+# (a file calls only files of its folder at lower levels).
 # Usage: check-call-cycles.sh [BUILDDIR]  (the build tree of src/fiatomic;
 # under make check: ./src/fiatomic).
 set -u
@@ -153,12 +153,17 @@ awk -v layers="$layers" '
                    loops, n
             exit 1
         }
-        # no loop: each file at one level above the highest it calls
+        # no loop: each file one level above the highest file of its
+        # folder it calls (check-layers.sh orders the folders)
+        for (a = 1; a <= n; a++) {
+            folder[a] = substr(name[a], 1, index(name[a], "/"))
+        }
         for (pass = 0; pass < n; pass++) {
             changed = 0
             for (a = 1; a <= n; a++) {
                 for (b = 1; b <= n; b++) {
-                    if (((a, b) in edge) && (level[a] < level[b] + 1)) {
+                    if (((a, b) in edge) && (folder[a] == folder[b]) &&
+                        (level[a] < level[b] + 1)) {
                         level[a] = level[b] + 1
                         changed = 1
                     }
