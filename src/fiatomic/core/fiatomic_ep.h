@@ -1,7 +1,9 @@
 /**
- * Initiator endpoints: lifecycle, fences and flushes (fiatomic_ep.c),
- * same-address ordering (fiatomic_order.c), the counters they count into
- * (fiatomic_cntr.c), and the state each strategy keeps on them.
+ * Initiator endpoints: lifecycle, fences and the completion of requests
+ * (fiatomic_ep.c), flushes (fiatomic_flush.c), same-address ordering
+ * (fiatomic_order.c), the operation timeout (fiatomic_ep_timeout.c), the
+ * counters they count into (fiatomic_cntr.c), and the state each strategy
+ * keeps on them.
  */
 #ifndef FIATOMIC_EP_H_
 #define FIATOMIC_EP_H_
@@ -34,8 +36,8 @@ struct fiatomic_cntr {
 typedef struct fiatomic_ep_native {
     bool     unflushed;  /* posts completed locally only: a fence or flush
                             flushes the UCP endpoint first (fiatomic_ep.c
-                            clears it then, and sets it for the flush before
-                            the first software atomic) */
+                            clears it then; fiatomic_flush.c sets it for the
+                            flush before the first software atomic) */
 } fiatomic_ep_native_t;
 
 /* target-side (fiatomic_target_send.c) */
