@@ -74,8 +74,6 @@ split() {
         function flush(i) {
             for (i = 1; i <= n; i++)
                 print buf[i] > out
-            if (out != "")
-                close(out)
             n = 0
             line_arg = 0
         }
