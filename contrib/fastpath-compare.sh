@@ -5,7 +5,9 @@
 # code moves (addresses, raw bytes, the displacements of rip-relative
 # operands and the addresses of call and jump targets, whose symbols are
 # kept; a rip-relative operand inside a data object reads as <data>: the
-# string literals of log lines move, and __FILE__ names the file's folder)
+# string literals of log lines move, __FILE__ names the file's folder and
+# a __func__ is numbered in its file's order; the line number a log line
+# passes to ucs_log_dispatch reads as <line>)
 # and compares each function present in both.
 #
 #   contrib/fastpath-compare.sh OLD_BUILD NEW_BUILD [FUNCTION...]
@@ -69,13 +71,20 @@ trap 'rm -rf "$tmp"' EXIT
 split() {
     mkdir -p "$2"
     objdump -d --no-show-raw-insn "$1" | awk -v dir="$2" '
+        function flush(i) {
+            for (i = 1; i <= n; i++)
+                print buf[i] > out
+            n = 0
+            line_arg = 0
+        }
         /^[0-9a-f]+ <[^>]+>:$/ {
+            flush()
             name = $2
             gsub(/[<>:]/, "", name)
             out = dir "/" name
             next
         }
-        /^$/ { out = ""; next }
+        /^$/ { flush(); out = ""; next }
         out != "" && /^ *[0-9a-f]+:/ {
             sub(/^ *[0-9a-f]+:[ \t]*/, "")
             # rip-relative: the displacement and the resolved address; an
@@ -84,13 +93,25 @@ split() {
             gsub(/-?0x[0-9a-f]+\(%rip\)/, "X(%rip)")
             sub(/#[ \t]*[0-9a-f]+ </, "# <")
             sub(/# <[^>]*\+0x[0-9a-f]+>/, "# <data>")
+            # a function'"'"'s __func__ is numbered in the order of its file
+            sub(/# <__func__\.[0-9]+>/, "# <__func__>")
             # alignment padding
             if ($0 ~ /^(nop|xchg +%ax,%ax|cs nopw|data16)/)
                 next
             # call/jump targets: keep the symbol, drop the address
             gsub(/[ \t][0-9a-f]+ </, " <")
-            print > out
-        }'
+            buf[++n] = $0
+            # a log line'"'"'s __LINE__ (the second argument of
+            # ucs_log_dispatch) moves with the code around it
+            if ($0 ~ /^mov +\$0x[0-9a-f]+,%esi$/) {
+                line_arg = n
+            } else if ($0 ~ /^(call|jmp) /) {
+                if ((line_arg > 0) && ($0 ~ /<ucs_log_dispatch@plt>/))
+                    sub(/\$0x[0-9a-f]+/, "$<line>", buf[line_arg])
+                line_arg = 0
+            }
+        }
+        END { flush() }'
 }
 split "$old" "$tmp/old"
 split "$new" "$tmp/new"

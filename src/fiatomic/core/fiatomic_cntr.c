@@ -1,9 +1,10 @@
 /**
  * Completion counters (fi_cntr): objects of a context that endpoints are
  * bound to and count their operations into (fiatomic_cntr_count() in
- * fiatomic_ep.h, called where operations complete); a freed endpoint lets
- * go of its counter. Reading is an atomic load; waiting progresses the
- * worker.
+ * fiatomic_ep.h, called where operations complete; a freed endpoint lets go
+ * of its counter in fiatomic_ep.c). Reading is an atomic load; waiting
+ * progresses the worker and looks at what is overdue across the context
+ * (fiatomic_context_overdue.c).
  */
 #include "core/fiatomic_ep.h"
 
@@ -104,14 +105,6 @@ FIATOMIC_API ucs_status_t fiatomic_ep_bind_cntr(fiatomic_ep_h ep,
     status = fiatomic_ep_bind_cntr_locked(ep, cntr);
     fiatomic_leave(ep->fia, locked);
     return status;
-}
-
-void fiatomic_cntr_ep_freed(fiatomic_ep_h ep)
-{
-    if (ep->cntr != NULL) {
-        --ep->cntr->bound;
-        ep->cntr = NULL;
-    }
 }
 
 FIATOMIC_API uint64_t fiatomic_cntr_read(fiatomic_cntr_h cntr)

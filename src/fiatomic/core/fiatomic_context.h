@@ -148,9 +148,10 @@ static UCS_F_ALWAYS_INLINE void fiatomic_leave(fiatomic_h fia, bool locked)
     }
 }
 
-/* UCP callbacks: true when this thread may run it now (*locked: it holds
- * the lock, release with fiatomic_leave); false when another thread holds
- * the lock: the call was queued for it, return at once. */
+/* fiatomic_lock_defer.c: UCP callbacks: true when this thread may run it
+ * now (*locked: it holds the lock, release with fiatomic_leave); false when
+ * another thread holds the lock: the call was queued for it, return at
+ * once. */
 bool fiatomic_cb_enter_send(fiatomic_h fia, ucp_send_nbx_callback_t fn,
                             void *request, ucs_status_t status,
                             void *user_data);

@@ -3,12 +3,15 @@
  * is freed once its last UCP operation drained) and the path of every
  * request posted on them: its start (each element to its strategy's table),
  * the deferred queue that holds it behind a fence, a flush or an earlier
- * operation on the same address (fiatomic_order.c), and its completion (the
+ * operation on the same address (fiatomic_order.c), and its completion, all
+ * of it here: an element done, the request done, and its report (the
  * user's callback, the counter, a silent request's error kept for the next
- * flush). The flushes: of one endpoint, of a whole context (one child per
- * endpoint), and the context's check of overdue target-side replies. Their
- * keys are fiatomic_key.c's; the atomicity domain of the UCP endpoint's
- * lanes comes from fiatomic_ucx_compat.c.
+ * flush, a context flush's child to its parent). Completing a request lets
+ * the deferred queue move, which starts requests, which may complete at
+ * once: one loop, in one file. The flush calls are fiatomic_flush.c's, the
+ * operation timeout fiatomic_ep_timeout.c's, the keys fiatomic_key.c's; the
+ * atomicity domain of the UCP endpoint's lanes comes from
+ * fiatomic_ucx_compat.c.
  */
 #include "core/fiatomic_strategy.h"
 
@@ -84,6 +87,15 @@ FIATOMIC_API ucs_status_t fiatomic_ep_create(fiatomic_h fia, ucp_ep_h ucp_ep,
     status = fiatomic_ep_create_locked(fia, ucp_ep, params, ep_p);
     fiatomic_leave(fia, locked);
     return status;
+}
+
+/* A freed endpoint no longer counts into its counter. */
+static void fiatomic_cntr_ep_freed(fiatomic_ep_h ep)
+{
+    if (ep->cntr != NULL) {
+        --ep->cntr->bound;
+        ep->cntr = NULL;
+    }
 }
 
 static void fiatomic_ep_free(fiatomic_ep_h ep)
@@ -214,6 +226,27 @@ void fiatomic_ep_req_done(fiatomic_ep_h ep, fiatomic_req_t *req)
     if (!ucs_list_is_empty(&ep->deferred)) {
         fiatomic_ep_progress_deferred(ep);
     }
+}
+
+void fiatomic_elem_done(fiatomic_elem_t *elem, ucs_status_t status)
+{
+    fiatomic_req_t *req = elem->req;
+
+    if ((status != UCS_OK) && (req->status == UCS_OK)) {
+        req->status = status; /* the first error is the request's */
+    }
+
+    fiatomic_assert(req->remaining > 0);
+    if (--req->remaining > 0) {
+        return;
+    } else if (ucs_unlikely(req->flags & FIATOMIC_REQ_F_ABANDONED)) {
+        /* already reported (timed out); its owner may have let it go */
+        if (req->flags & FIATOMIC_REQ_F_ORPHAN) {
+            fiatomic_req_put(req);
+        }
+        return;
+    }
+    fiatomic_ep_req_done(req->ep, req);
 }
 
 static void fiatomic_ep_ucp_flush_done(fiatomic_ep_h ep, ucs_status_t status)
@@ -408,32 +441,6 @@ void fiatomic_ep_submit(fiatomic_ep_h ep, fiatomic_req_t *req)
     fiatomic_ep_progress_deferred(ep);
 }
 
-/*
- * UCX 1.13.1's tcp transport crashes the target process (its receive path
- * returns a NULL buffer to its pool) when software-atomic posts and an
- * endpoint flush reach it over a second tcp lane (another network device)
- * while wireup is still connecting that lane. Before the first operation that
- * needs the target's progress anyway (UCP's software atomics), the endpoint
- * is flushed once: operations posted meanwhile wait behind that flush as
- * behind an FI_FENCE. Device atomics (atomicx) never wait for it: they must
- * not depend on the target's CPU. Its error, if any, is reported by the
- * user's next flush (a silent request).
- */
-ucs_status_t fiatomic_ep_wireup_flush(fiatomic_ep_h ep)
-{
-    fiatomic_req_t *req = fiatomic_req_get(ep, 0, 0);
-
-    if (req == NULL) {
-        return UCS_ERR_NO_MEMORY;
-    }
-    req->kind          = FIATOMIC_REQ_FLUSH;
-    req->flags         = FIATOMIC_REQ_F_SILENT;
-    ep->wireup_flushed = true;
-    ep->native.unflushed      = true; /* a UCP flush even with nothing posted */
-    fiatomic_ep_submit(ep, req);
-    return UCS_OK;
-}
-
 FIATOMIC_API ucs_status_t fiatomic_ep_query(fiatomic_ep_h ep,
                                             fiatomic_ep_attr_t *attr)
 {
@@ -460,86 +467,12 @@ FIATOMIC_API ucs_status_t fiatomic_ep_query(fiatomic_ep_h ep,
     return UCS_OK;
 }
 
-static void fiatomic_req_set_param(fiatomic_req_t *req,
-                                   const fiatomic_request_param_t *param)
-{
-    if (param != NULL) {
-        if (param->op_attr_mask & FIATOMIC_OP_ATTR_FIELD_CALLBACK) {
-            req->cb = param->cb;
-        }
-        if (param->op_attr_mask & FIATOMIC_OP_ATTR_FIELD_USER_DATA) {
-            req->user_data = param->user_data;
-        }
-    }
-}
-
-/* What a flush call returns once its request was submitted. */
-static ucs_status_ptr_t fiatomic_flush_posted(fiatomic_req_t *req)
-{
-    ucs_status_t status;
-
-    req->flags &= ~FIATOMIC_REQ_F_POSTING;
-    if (req->flags & FIATOMIC_REQ_F_COMPLETED) {
-        status = req->status;
-        fiatomic_req_put(req);
-        return UCS_STATUS_PTR(status);
-    }
-
-    req->flags |= FIATOMIC_REQ_F_USER;
-    return req;
-}
-
-static ucs_status_ptr_t
-fiatomic_ep_flush_locked(fiatomic_ep_h ep,
-                         const fiatomic_request_param_t *param)
-{
-    fiatomic_req_t *req;
-
-    if (ep->closed) {
-        return UCS_STATUS_PTR(ep->destroyed ? UCS_ERR_INVALID_PARAM :
-                                              ep->failed);
-    }
-
-    fiatomic_ep_check_overdue(ep);
-    if (ep->failed != UCS_OK) {
-        return UCS_STATUS_PTR(ep->failed); /* reported to every operation */
-    }
-    req = fiatomic_req_get(ep, 0, 0);
-    if (req == NULL) {
-        return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
-    }
-
-    req->kind   = FIATOMIC_REQ_FLUSH;
-    req->flags  = FIATOMIC_REQ_F_POSTING;
-    /* A flush always reaches the target: base-family posts that completed
-     * only locally are flushed before it completes. */
-    fiatomic_req_set_param(req, param);
-    fiatomic_ep_submit(ep, req);
-    return fiatomic_flush_posted(req);
-}
-
-FIATOMIC_API ucs_status_ptr_t
-fiatomic_ep_flush_nbx(fiatomic_ep_h ep, const fiatomic_request_param_t *param)
-{
-    ucs_status_ptr_t sptr;
-    bool locked;
-
-    if (ep == NULL) {
-        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
-    }
-
-    locked = fiatomic_enter(ep->fia);
-    sptr   = fiatomic_ep_flush_locked(ep, param);
-    fiatomic_leave(ep->fia, locked);
-    return sptr;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Quiet across a context: one endpoint flush (a child) per endpoint, the
  * parent completing with the first error when the last child completed.
  * The parent's `remaining` counts its children, plus one while posting. */
 
-static void fiatomic_ctx_flush_finish(fiatomic_req_t *parent)
+void fiatomic_ctx_flush_finish(fiatomic_req_t *parent)
 {
     if (--parent->remaining > 0) {
         return;
@@ -565,73 +498,6 @@ void fiatomic_ctx_flush_child_done(fiatomic_req_t *child)
     }
     fiatomic_req_put(child);
     fiatomic_ctx_flush_finish(parent);
-}
-
-void fiatomic_ctx_check_overdue(fiatomic_h fia)
-{
-    fiatomic_ep_h ep, tmp;
-
-    /* a callback of a request that failed may destroy its endpoint */
-    ucs_list_for_each_safe(ep, tmp, &fia->eps, list) {
-        fiatomic_ep_check_overdue(ep);
-    }
-}
-
-static ucs_status_ptr_t
-fiatomic_flush_locked(fiatomic_h fia, const fiatomic_request_param_t *param)
-{
-    fiatomic_req_t *parent, *child;
-    fiatomic_ep_h ep, tmp;
-
-    if (fia->destroyed) {
-        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
-    }
-
-    parent = fiatomic_req_get_fia(fia);
-    if (parent == NULL) {
-        return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
-    }
-
-    parent->kind      = FIATOMIC_REQ_CTX_FLUSH;
-    parent->flags     = FIATOMIC_REQ_F_POSTING;
-    parent->remaining = 1;
-    fiatomic_req_set_param(parent, param);
-
-    /* a child's callback may destroy the endpoint it flushed */
-    ucs_list_for_each_safe(ep, tmp, &fia->eps, list) {
-        fia->target->check_overdue(ep);
-        child = fiatomic_req_get(ep, 0, 0);
-        if (child == NULL) {
-            if (parent->status == UCS_OK) {
-                parent->status = UCS_ERR_NO_MEMORY;
-            }
-            break;
-        }
-        child->kind   = FIATOMIC_REQ_FLUSH;
-        child->flags  = FIATOMIC_REQ_F_CHILD;
-        child->parent = parent;
-        ++parent->remaining;
-        fiatomic_ep_submit(ep, child); /* child not touched after this */
-    }
-
-    fiatomic_ctx_flush_finish(parent); /* the posting count */
-    return fiatomic_flush_posted(parent);
-}
-
-FIATOMIC_API ucs_status_ptr_t
-fiatomic_flush_nbx(fiatomic_h fia, const fiatomic_request_param_t *param)
-{
-    ucs_status_ptr_t sptr;
-    bool locked;
-
-    if (fia == NULL) {
-        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
-    }
-
-    locked = fiatomic_enter(fia);
-    sptr   = fiatomic_flush_locked(fia, param);
-    fiatomic_leave(fia, locked);
-    return sptr;
 }
 
 FIATOMIC_API void fiatomic_ep_destroy(fiatomic_ep_h ep)

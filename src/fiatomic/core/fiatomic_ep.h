@@ -1,7 +1,9 @@
 /**
- * Initiator endpoints: lifecycle, fences and flushes (fiatomic_ep.c),
- * same-address ordering (fiatomic_order.c), the counters they count into
- * (fiatomic_cntr.c), and the state each strategy keeps on them.
+ * Initiator endpoints: lifecycle, fences and the completion of requests
+ * (fiatomic_ep.c), flushes (fiatomic_flush.c), same-address ordering
+ * (fiatomic_order.c), the operation timeout (fiatomic_ep_timeout.c), the
+ * counters they count into (fiatomic_cntr.c), and the state each strategy
+ * keeps on them.
  */
 #ifndef FIATOMIC_EP_H_
 #define FIATOMIC_EP_H_
@@ -34,8 +36,8 @@ struct fiatomic_cntr {
 typedef struct fiatomic_ep_native {
     bool     unflushed;  /* posts completed locally only: a fence or flush
                             flushes the UCP endpoint first (fiatomic_ep.c
-                            clears it then, and sets it for the flush before
-                            the first software atomic) */
+                            clears it then; fiatomic_flush.c sets it for the
+                            flush before the first software atomic) */
 } fiatomic_ep_native_t;
 
 /* target-side (fiatomic_target_send.c) */
@@ -123,10 +125,8 @@ static inline void fiatomic_cntr_count(fiatomic_ep_h ep, ucs_status_t status)
     __atomic_store_n(word, __atomic_load_n(word, __ATOMIC_RELAXED) + 1,
                      __ATOMIC_RELEASE);
 }
-/** An endpoint is freed: it no longer counts into its counter. */
-void fiatomic_cntr_ep_freed(fiatomic_ep_h ep);
 
-/* fiatomic_ep.c */
+/* fiatomic_ep.c: the path of a request, and its completion */
 /** Start a request now, or defer it behind a fence/flush (complete it at
  *  once with the failure on a failed endpoint). */
 void fiatomic_ep_submit(fiatomic_ep_h ep, fiatomic_req_t *req);
@@ -136,9 +136,17 @@ void fiatomic_ep_req_done(fiatomic_ep_h ep, fiatomic_req_t *req);
 void fiatomic_req_complete(fiatomic_req_t *req);
 void fiatomic_ep_inflight_add(fiatomic_ep_h ep);
 void fiatomic_ep_inflight_remove(fiatomic_ep_h ep);
+/** An endpoint flush of a context flush completed. */
+void fiatomic_ctx_flush_child_done(fiatomic_req_t *child);
+/** A context flush's count of children still flushing drops by one (the
+ *  last one completes it). */
+void fiatomic_ctx_flush_finish(fiatomic_req_t *parent);
+
+/* fiatomic_flush.c */
 /** Flush the endpoint once before its first software atomic (UCX 1.13.1's
- *  tcp wireup, fiatomic_ep.c); later posts wait behind it. */
+ *  tcp wireup); later posts wait behind it. */
 ucs_status_t fiatomic_ep_wireup_flush(fiatomic_ep_h ep);
+
 /* fiatomic_order.c */
 /** Record what ordering needs to know of a laid-out request. */
 void fiatomic_order_prepare(fiatomic_req_t *req);
@@ -167,9 +175,7 @@ void fiatomic_ep_check_overdue(fiatomic_ep_h ep);
  *  their requests until UCP hands them back; every later call fails. */
 void fiatomic_ep_fail(fiatomic_ep_h ep, ucs_status_t status);
 
-/* fiatomic_ep.c: the context flush */
-/** An endpoint flush of a context flush completed. */
-void fiatomic_ctx_flush_child_done(fiatomic_req_t *child);
+/* fiatomic_context_overdue.c */
 /** Probe the targets of every endpoint whose replies are overdue. */
 void fiatomic_ctx_check_overdue(fiatomic_h fia);
 

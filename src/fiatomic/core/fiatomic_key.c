@@ -3,10 +3,11 @@
  * packed key a target handed out is checked field by field and unpacked into
  * the endpoint's key table; the user's uint64_t is its handle there (a slot
  * and a generation, so a released key is refused). The lookup on every post
- * is inline (fiatomic_key.h). Unpacking a key forgets the strategies cached
- * in every key of the endpoint (its lanes may have changed since), and the
- * first key that needs the target's progress flushes the endpoint once
- * (fiatomic_ep_wireup_flush).
+ * is inline (fiatomic_key.h); releasing keys is fiatomic_key_table.c's.
+ * Unpacking a key forgets the strategies cached in every key of the
+ * endpoint (its lanes may have changed since), and the first key that needs
+ * the target's progress flushes the endpoint once (fiatomic_ep_wireup_flush,
+ * fiatomic_flush.c).
  */
 #include "cell/fiatomic_cpu.h"
 #include "core/fiatomic_key.h"
@@ -17,38 +18,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void fiatomic_key_rkey_destroy(fiatomic_rkey_t *key)
-{
-    if (key->rkey != NULL) {
-        ucp_rkey_destroy(key->rkey);
-    }
-}
-
-void fiatomic_ep_keys_free(fiatomic_ep_h ep)
-{
-    fiatomic_rkey_t *key;
-    uint32_t i;
-
-    for (i = 0; i < ep->keys.size; ++i) {
-        key = fiatomic_handle_at(&ep->keys, i);
-        if (key != NULL) {
-            fiatomic_key_rkey_destroy(key);
-            free(key);
-        }
-    }
-    fiatomic_handle_table_cleanup(&ep->keys);
-}
-
-/* UCP executes atomics on memory its CPU-atomic transport cannot reach
- * (posix/sysv on memory they did not allocate) as software atomics, as it
- * does when there is no atomic lane at all (tcp). */
-static void fiatomic_key_set_sw_amo(fiatomic_ep_h ep, fiatomic_rkey_t *key)
-{
-    key->sw_amo = ep->needs_progress ||
-                  ((ep->domain == FIATOMIC_DOMAIN_CPU) &&
-                   (key->local_base == NULL));
-}
 
 /*
  * Every field of a packed key is checked before anything is done with it.
@@ -236,38 +205,4 @@ FIATOMIC_API ucs_status_t fiatomic_rkey_unpack(fiatomic_ep_h ep,
     status = fiatomic_rkey_unpack_locked(ep, key_buffer, size, key_p);
     fiatomic_leave(ep->fia, locked);
     return status;
-}
-
-void fiatomic_ep_keys_reset(fiatomic_ep_h ep)
-{
-    fiatomic_rkey_t *key;
-    uint32_t i;
-
-    for (i = 0; i < ep->keys.size; ++i) {
-        key = fiatomic_handle_at(&ep->keys, i);
-        if (key != NULL) {
-            fiatomic_key_set_sw_amo(ep, key);
-            memset(key->strategy, FIATOMIC_STRATEGY_LAST,
-                   sizeof(key->strategy));
-        }
-    }
-}
-
-FIATOMIC_API ucs_status_t fiatomic_rkey_release(fiatomic_ep_h ep, uint64_t key)
-{
-    fiatomic_rkey_t *rkey;
-    bool locked;
-
-    if (ep == NULL) {
-        return UCS_ERR_INVALID_PARAM;
-    }
-
-    locked = fiatomic_enter(ep->fia);
-    rkey   = fiatomic_handle_remove(&ep->keys, key);
-    if (rkey != NULL) {
-        fiatomic_key_rkey_destroy(rkey);
-        free(rkey);
-    }
-    fiatomic_leave(ep->fia, locked);
-    return (rkey != NULL) ? UCS_OK : UCS_ERR_INVALID_PARAM;
 }

@@ -28,11 +28,13 @@ struct fiatomic_rkey {
                        [FIATOMIC_DATATYPE_COUNT];
 };
 
-/* fiatomic_key.c */
+/* fiatomic_key_table.c */
 /** Forget every key's cached strategies (the endpoint's lanes changed). */
 void fiatomic_ep_keys_reset(fiatomic_ep_h ep);
 /** Release every key of an endpoint being freed. */
 void fiatomic_ep_keys_free(fiatomic_ep_h ep);
+/** Let go of the UCP rkey of a key (the key itself is the caller's). */
+void fiatomic_key_rkey_destroy(fiatomic_rkey_t *key);
 
 /* Inline: every operation looks its key up. */
 

@@ -1,8 +1,8 @@
 /**
  * Requests: allocation from a per-context cache (no malloc per operation in
- * steady state) and back, the count of a request's elements still under way
- * (the last one to finish hands the request to its endpoint, fiatomic_ep.c,
- * which completes it), and the user-facing check/free calls.
+ * steady state) and back, and the count of operations in flight a request
+ * holds on its endpoint. Their completion is fiatomic_ep.c's, the user's
+ * calls on them fiatomic_request_user.c's.
  */
 #include "core/fiatomic_request.h"
 #include "core/fiatomic_ep.h"
@@ -123,97 +123,4 @@ void fiatomic_req_put(fiatomic_req_t *req)
 void fiatomic_req_cache_purge(fiatomic_h fia)
 {
     fiatomic_freelist_purge(&fia->free_reqs, fiatomic_req_release_link);
-}
-
-void fiatomic_elem_done(fiatomic_elem_t *elem, ucs_status_t status)
-{
-    fiatomic_req_t *req = elem->req;
-
-    if ((status != UCS_OK) && (req->status == UCS_OK)) {
-        req->status = status; /* the first error is the request's */
-    }
-
-    fiatomic_assert(req->remaining > 0);
-    if (--req->remaining > 0) {
-        return;
-    } else if (ucs_unlikely(req->flags & FIATOMIC_REQ_F_ABANDONED)) {
-        /* already reported (timed out); its owner may have let it go */
-        if (req->flags & FIATOMIC_REQ_F_ORPHAN) {
-            fiatomic_req_put(req);
-        }
-        return;
-    }
-    fiatomic_ep_req_done(req->ep, req);
-}
-
-/* Checking a request that may be overdue, or on a multi-threaded context:
- * out of line, so that the polling answers below need no stack frame. */
-static UCS_F_NOINLINE ucs_status_t
-fiatomic_request_check_slow(fiatomic_req_t *req)
-{
-    fiatomic_h fia = req->fia;
-    ucs_status_t status;
-    bool locked;
-
-    locked = fiatomic_enter(fia);
-    if (!(req->flags & FIATOMIC_REQ_F_COMPLETED)) {
-        /* Waiting on it: a reply that should have come makes us look at
-         * the target (a request not completed keeps its ep alive). */
-        if (req->ep != NULL) {
-            fiatomic_ep_check_overdue(req->ep);
-        } else {
-            fiatomic_ctx_check_overdue(fia);
-        }
-    }
-    status = (req->flags & FIATOMIC_REQ_F_COMPLETED) ? req->status :
-                                                       UCS_INPROGRESS;
-    fiatomic_leave(fia, locked);
-    return status;
-}
-
-FIATOMIC_API ucs_status_t fiatomic_request_check_status(void *request)
-{
-    fiatomic_req_t *req = request;
-
-    if (req == NULL) {
-        return UCS_ERR_INVALID_PARAM;
-    }
-
-    /* The answers of a polling loop, a few instructions each on a
-     * single-threaded context: done, or in progress with no target-side
-     * message of its endpoint to watch (a window of requests is tested
-     * over and over while the network works); UCP's own operations are
-     * looked at for the operation timeout one poll in
-     * FIATOMIC_EP_CHECK_EVERY. */
-    if (ucs_likely(!req->fia->mt)) {
-        if (req->flags & FIATOMIC_REQ_F_COMPLETED) {
-            return req->status;
-        } else if ((req->ep != NULL) &&
-                   ucs_list_is_empty(&req->ep->target.am_pending) &&
-                   ((++req->ep->polls % FIATOMIC_EP_CHECK_EVERY) != 0)) {
-            return UCS_INPROGRESS;
-        }
-    }
-    return fiatomic_request_check_slow(req);
-}
-
-FIATOMIC_API void fiatomic_request_free(void *request)
-{
-    fiatomic_req_t *req = request;
-    fiatomic_h fia;
-    bool locked;
-
-    if (req == NULL) {
-        return;
-    }
-
-    fia    = req->fia;
-    locked = fiatomic_enter(fia);
-    if (req->flags & FIATOMIC_REQ_F_COMPLETED) {
-        fiatomic_req_put(req);
-    } else {
-        /* Finishes in the background and is recycled on completion. */
-        req->flags |= FIATOMIC_REQ_F_FREED;
-    }
-    fiatomic_leave(fia, locked);
 }

@@ -93,8 +93,9 @@ void fiatomic_req_put(fiatomic_req_t *req);
 /** The request no longer counts against its endpoint's operations in
  *  flight (completed, or never started). */
 void fiatomic_req_uncount(fiatomic_req_t *req);
+void fiatomic_req_cache_purge(fiatomic_h fia);
+/* fiatomic_ep.c */
 /** An element finished (status UCS_OK or an error). */
 void fiatomic_elem_done(fiatomic_elem_t *elem, ucs_status_t status);
-void fiatomic_req_cache_purge(fiatomic_h fia);
 
 #endif

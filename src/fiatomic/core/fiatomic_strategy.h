@@ -56,11 +56,6 @@ fiatomic_strategy_t fiatomic_select(fiatomic_ep_h ep,
                                     const fiatomic_cell_t *cell);
 /** The strategy of a call's `count` elements under one key (an array may
  *  take another strategy than one element, never a less capable one). */
-/** A CAS-loop element on this key may go to the target under contention:
- *  target-side execution is atomic with UCP's own atomics there. */
-bool fiatomic_select_contention_target(fiatomic_ep_h ep,
-                                       const fiatomic_rkey_t *key,
-                                       const fiatomic_cell_t *cell);
 fiatomic_strategy_t fiatomic_select_call(fiatomic_ep_h ep,
                                          fiatomic_rkey_t *key,
                                          const fiatomic_cell_t *cell,
@@ -68,6 +63,12 @@ fiatomic_strategy_t fiatomic_select_call(fiatomic_ep_h ep,
 /** Whether every endpoint and key this context can have executes the cell
  *  (fi_query_atomic). */
 bool fiatomic_select_configured(fiatomic_h fia, const fiatomic_cell_t *cell);
+/* fiatomic_select_contention.c */
+/** A CAS-loop element on this key may go to the target under contention:
+ *  target-side execution is atomic with UCP's own atomics there. */
+bool fiatomic_select_contention_target(fiatomic_ep_h ep,
+                                       const fiatomic_rkey_t *key,
+                                       const fiatomic_cell_t *cell);
 
 /** fiatomic_select() for the key's cache, logged at UCX's debug level (the
  *  highest one release builds of UCX print): the strategy of each cell of

@@ -5,7 +5,7 @@
  * supported is executed by a strategy that computes fi_atomic(3)'s result,
  * and a forced strategy that cannot is reported unsupported.
  */
-#include "core/fiatomic_strategy.h"
+#include "strategy/fiatomic_select.h"
 
 #include <string.h>
 
@@ -15,17 +15,6 @@ fiatomic_strategy_table[FIATOMIC_STRATEGY_LAST] = {
     [FIATOMIC_STRATEGY_CAS]    = &fiatomic_cas_ops,
     [FIATOMIC_STRATEGY_DIRECT] = &fiatomic_direct_ops,
     [FIATOMIC_STRATEGY_TARGET] = &fiatomic_target_ops
-};
-
-/*
- * The operation flags that change how a strategy executes a cell (native
- * turns a base-family post into a fetching atomic for FI_DELIVERY_COMPLETE).
- * A strategy is usable for a cell only when it is under each of them: the
- * queries have no flags, so a call's flags never turn a supported cell into
- * a wrong result or a refusal.
- */
-static const uint64_t fiatomic_select_flag_sets[] = {
-    0, FI_DELIVERY_COMPLETE
 };
 
 const fiatomic_strategy_ops_t *fiatomic_strategy_ops(fiatomic_strategy_t id)
@@ -39,18 +28,8 @@ static bool fiatomic_select_usable(fiatomic_strategy_t id, fiatomic_ep_h ep,
                                    const fiatomic_rkey_t *key,
                                    const fiatomic_cell_t *cell)
 {
-    const fiatomic_strategy_ops_t *ops = fiatomic_strategy_ops(id);
-    size_t i;
-
-    if ((ops == NULL) || !ops->supports(cell)) {
-        return false;
-    }
-    for (i = 0; i < ucs_static_array_size(fiatomic_select_flag_sets); ++i) {
-        if (!ops->usable(ep, key, cell, fiatomic_select_flag_sets[i])) {
-            return false;
-        }
-    }
-    return true;
+    return fiatomic_select_ops_usable(fiatomic_strategy_ops(id), ep, key,
+                                      cell);
 }
 
 /* Preference order when no strategy is forced. */
@@ -107,28 +86,6 @@ fiatomic_strategy_t fiatomic_select_for_key(fiatomic_ep_h ep,
               (ep->fia->forced != FIATOMIC_STRATEGY_NONE) ?
               " (FIATOMIC_STRATEGY)" : "");
     return strategy;
-}
-
-/*
- * Under contention a CAS loop over software atomics (tcp) pays a network
- * round trip per failed attempt, and the target's CPU serves every one of
- * them: with many initiators on one word the retries take the target's
- * time from the operations that succeed, and the aggregate rate falls below
- * that of two initiators. Where UCP's atomics on the key are executed by the
- * target's CPU anyway, target-side execution is atomic with them and with
- * every CAS (the same CPU, one atomic instruction per element) and costs one
- * round trip that cannot fail: the loop hands a contended element over
- * (fiatomic_exec_cas.c). Never on a device's atomics (the target's CPU is
- * not atomic with the NIC) nor where UCP's atomics are CPU atomics on
- * memory the initiator maps (a failed CAS there costs a cache miss, not a
- * round trip).
- */
-bool fiatomic_select_contention_target(fiatomic_ep_h ep,
-                                       const fiatomic_rkey_t *key,
-                                       const fiatomic_cell_t *cell)
-{
-    return ep->fia->cas_handoff && key->sw_amo && (key->rkey != NULL) &&
-           fiatomic_select_usable(FIATOMIC_STRATEGY_TARGET, ep, key, cell);
 }
 
 fiatomic_strategy_t fiatomic_select_call(fiatomic_ep_h ep,
