@@ -650,16 +650,27 @@ static void fip_msg_tx_cb(void *request, ucs_status_t status,
     fip_msg_tx_part_done(user_data, status);
 }
 
+/* a piece about to be posted is counted first: under automatic progress
+ * its callback can run in another thread before the UCP call returns */
+static void fip_msg_tx_starting(fip_op_t *op)
+{
+    __atomic_add_fetch(&op->pending, 1, __ATOMIC_RELAXED);
+}
+
+/* a UCP call's answer: running (its callback ends it), or done or failed
+ * at once (ended here; the posting hold keeps the send) */
 static void fip_msg_tx_started(fip_op_t *op, ucs_status_ptr_t sptr)
 {
     ucs_status_t ok = UCS_OK;
 
     if (UCS_PTR_IS_PTR(sptr)) {
-        __atomic_add_fetch(&op->pending, 1, __ATOMIC_RELAXED);
-    } else if (UCS_PTR_IS_ERR(sptr)) {
+        return;
+    }
+    if (UCS_PTR_IS_ERR(sptr)) {
         __atomic_compare_exchange_n(&op->status, &ok, UCS_PTR_STATUS(sptr),
                                     0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     }
+    __atomic_sub_fetch(&op->pending, 1, __ATOMIC_ACQ_REL);
 }
 
 /* whether a send completes only once it is at the target */
@@ -768,6 +779,7 @@ static ssize_t fip_msg_send_post(fip_ep_t *ep, const struct fi_msg *msg,
         count  = total;
     }
 
+    fip_msg_tx_starting(&tx->op);
     fip_msg_tx_started(&tx->op, ucp_am_send_nbx(peer->ucp_ep, FIP_AM_MSG,
                                                 &tx->hdr, sizeof(tx->hdr),
                                                 buffer, count, &param));
@@ -786,6 +798,7 @@ static ssize_t fip_msg_send_post(fip_ep_t *ep, const struct fi_msg *msg,
                               UCP_OP_ATTR_FIELD_USER_DATA;
         fparam.cb.send      = fip_msg_tx_cb;
         fparam.user_data    = &tx->op;
+        fip_msg_tx_starting(&tx->op);
         fip_msg_tx_started(&tx->op, ucp_ep_flush_nbx(peer->ucp_ep, &fparam));
     }
     fip_msg_tx_part_done(&tx->op, UCS_OK);

@@ -43,17 +43,30 @@ static void fip_rma_cb(void *request, ucs_status_t status, void *user_data)
     fip_rma_part_done(user_data, status);
 }
 
-/* a UCP call's answer: a piece running, done, or failed */
+/* A piece about to be posted is counted first: under automatic progress
+ * another thread can run its callback before the UCP call returns here.
+ * (Counted after the call, such a piece once took the posting hold's
+ * count, the operation completed and was freed while still being posted,
+ * and completed again: a double free.) */
+static void fip_rma_starting(fip_op_t *op)
+{
+    __atomic_add_fetch(&op->pending, 1, __ATOMIC_RELAXED);
+}
+
+/* a UCP call's answer: a piece running (its callback ends it), or done or
+ * failed at once (ended here; the posting hold keeps the operation) */
 static void fip_rma_started(fip_op_t *op, ucs_status_ptr_t sptr)
 {
-    if (UCS_PTR_IS_PTR(sptr)) {
-        __atomic_add_fetch(&op->pending, 1, __ATOMIC_RELAXED);
-    } else if (UCS_PTR_IS_ERR(sptr)) {
-        ucs_status_t ok = UCS_OK;
+    ucs_status_t ok = UCS_OK;
 
+    if (UCS_PTR_IS_PTR(sptr)) {
+        return;
+    }
+    if (UCS_PTR_IS_ERR(sptr)) {
         __atomic_compare_exchange_n(&op->status, &ok, UCS_PTR_STATUS(sptr),
                                     0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     }
+    __atomic_sub_fetch(&op->pending, 1, __ATOMIC_ACQ_REL);
 }
 
 /* whether a write completes only at the target: asked, or no weaker level
@@ -169,6 +182,7 @@ static ssize_t fip_rma_post(fip_ep_t *ep, const struct fi_msg_rma *msg,
                       (char*)msg->msg_iov[li].iov_base + loff;
 
         if (len > 0) {
+            fip_rma_starting(op);
             sptr = reading ?
                    ucp_get_nbx(peer->ucp_ep, lbuf, len, raddr[ri] + roff,
                                rkey[ri], &param) :
@@ -201,6 +215,7 @@ static ssize_t fip_rma_post(fip_ep_t *ep, const struct fi_msg_rma *msg,
     if (!reading && fip_rma_delivery(ep, flags) &&
         (__atomic_load_n(&op->status, __ATOMIC_ACQUIRE) == UCS_OK)) {
         /* the pieces are at the target once a flush after them is */
+        fip_rma_starting(op);
         fip_rma_started(op, ucp_ep_flush_nbx(peer->ucp_ep, &param));
     }
     fip_rma_part_done(op, UCS_OK);
