@@ -356,6 +356,16 @@ int fip_ep_peer(fip_ep_t *ep, fi_addr_t dest, fip_peer_t **peer_p);
  *  entry), free it when no entry is due; status from libfiatomic. */
 void fip_op_complete(fip_op_t *op, ucs_status_t status);
 
+/* An operation of several UCP requests (fip_op_piece.c): op->pending is set
+ * to 1 (the posting hold) before the first; each UCP call is preceded by
+ * fip_op_piece_starting() and followed by fip_op_piece_started() with its
+ * answer, its requests use fip_op_piece_cb, and fip_op_piece_done(op,
+ * UCS_OK) lets go of the hold once all are posted. */
+void fip_op_piece_done(fip_op_t *op, ucs_status_t status);
+void fip_op_piece_cb(void *request, ucs_status_t status, void *user_data);
+void fip_op_piece_starting(fip_op_t *op);
+void fip_op_piece_started(fip_op_t *op, ucs_status_ptr_t sptr);
+
 /** An atomic call's staged lists: one aligned entry each. */
 typedef struct fip_atomic_staged {
     struct fi_ioc operands;

@@ -628,51 +628,6 @@ static ssize_t fip_msg_recv_post(fip_ep_t *ep, const struct fi_msg *msg,
 
 /* ---- sending ------------------------------------------------------------ */
 
-/* one piece of a send done (the send itself, a flush): the last one
- * completes it */
-static void fip_msg_tx_part_done(fip_op_t *op, ucs_status_t status)
-{
-    ucs_status_t ok = UCS_OK;
-
-    if (status != UCS_OK) {
-        __atomic_compare_exchange_n(&op->status, &ok, status, 0,
-                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-    }
-    if (__atomic_sub_fetch(&op->pending, 1, __ATOMIC_ACQ_REL) == 0) {
-        fip_op_complete(op, __atomic_load_n(&op->status, __ATOMIC_ACQUIRE));
-    }
-}
-
-static void fip_msg_tx_cb(void *request, ucs_status_t status,
-                          void *user_data)
-{
-    ucp_request_free(request);
-    fip_msg_tx_part_done(user_data, status);
-}
-
-/* a piece about to be posted is counted first: under automatic progress
- * its callback can run in another thread before the UCP call returns */
-static void fip_msg_tx_starting(fip_op_t *op)
-{
-    __atomic_add_fetch(&op->pending, 1, __ATOMIC_RELAXED);
-}
-
-/* a UCP call's answer: running (its callback ends it), or done or failed
- * at once (ended here; the posting hold keeps the send) */
-static void fip_msg_tx_started(fip_op_t *op, ucs_status_ptr_t sptr)
-{
-    ucs_status_t ok = UCS_OK;
-
-    if (UCS_PTR_IS_PTR(sptr)) {
-        return;
-    }
-    if (UCS_PTR_IS_ERR(sptr)) {
-        __atomic_compare_exchange_n(&op->status, &ok, UCS_PTR_STATUS(sptr),
-                                    0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-    }
-    __atomic_sub_fetch(&op->pending, 1, __ATOMIC_ACQ_REL);
-}
-
 /* whether a send completes only once it is at the target */
 static int fip_msg_delivery(const fip_ep_t *ep, uint64_t flags)
 {
@@ -754,7 +709,7 @@ static ssize_t fip_msg_send_post(fip_ep_t *ep, const struct fi_msg *msg,
                          UCP_OP_ATTR_FIELD_FLAGS;
     /* the reply endpoint names the connection at the target */
     param.flags        = UCP_AM_SEND_FLAG_REPLY;
-    param.cb.send      = fip_msg_tx_cb;
+    param.cb.send      = fip_op_piece_cb;
     param.user_data    = &tx->op;
     if (flags & FI_INJECT) {
         /* the program's buffer is its own again on return */
@@ -779,8 +734,8 @@ static ssize_t fip_msg_send_post(fip_ep_t *ep, const struct fi_msg *msg,
         count  = total;
     }
 
-    fip_msg_tx_starting(&tx->op);
-    fip_msg_tx_started(&tx->op, ucp_am_send_nbx(peer->ucp_ep, FIP_AM_MSG,
+    fip_op_piece_starting(&tx->op);
+    fip_op_piece_started(&tx->op, ucp_am_send_nbx(peer->ucp_ep, FIP_AM_MSG,
                                                 &tx->hdr, sizeof(tx->hdr),
                                                 buffer, count, &param));
     if ((__atomic_load_n(&tx->op.status, __ATOMIC_ACQUIRE) != UCS_OK) &&
@@ -796,12 +751,12 @@ static ssize_t fip_msg_send_post(fip_ep_t *ep, const struct fi_msg *msg,
 
         fparam.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                               UCP_OP_ATTR_FIELD_USER_DATA;
-        fparam.cb.send      = fip_msg_tx_cb;
+        fparam.cb.send      = fip_op_piece_cb;
         fparam.user_data    = &tx->op;
-        fip_msg_tx_starting(&tx->op);
-        fip_msg_tx_started(&tx->op, ucp_ep_flush_nbx(peer->ucp_ep, &fparam));
+        fip_op_piece_starting(&tx->op);
+        fip_op_piece_started(&tx->op, ucp_ep_flush_nbx(peer->ucp_ep, &fparam));
     }
-    fip_msg_tx_part_done(&tx->op, UCS_OK);
+    fip_op_piece_done(&tx->op, UCS_OK);
     return 0;
 }
 

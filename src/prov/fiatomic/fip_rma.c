@@ -8,7 +8,8 @@
  * after a flush of the peer's UCP endpoint that follows its pieces, so a
  * counter counts it once the data is at the target, unless it asks only
  * FI_INJECT_COMPLETE or FI_TRANSMIT_COMPLETE (in the call's flags, else in
- * the endpoint's op_flags): it then completes when UCP has sent it. Injected data is copied into the operation first.
+ * the endpoint's op_flags): it then completes when UCP has sent it.
+ * Injected data is copied into the operation first.
  * Remote CQ data (fi_writedata, fi_inject_writedata) is not offered with
  * RMA (only messages carry it).
  */
@@ -20,53 +21,6 @@
 static fip_ep_t *fip_rma_ep(struct fid_ep *ep_fid)
 {
     return fip_container_of(ep_fid, fip_ep_t, ep_fid);
-}
-
-/* one piece done: the last one completes the operation */
-static void fip_rma_part_done(fip_op_t *op, ucs_status_t status)
-{
-    ucs_status_t ok = UCS_OK;
-
-    if (status != UCS_OK) {
-        /* the first failure is the operation's */
-        __atomic_compare_exchange_n(&op->status, &ok, status, 0,
-                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-    }
-    if (__atomic_sub_fetch(&op->pending, 1, __ATOMIC_ACQ_REL) == 0) {
-        fip_op_complete(op, __atomic_load_n(&op->status, __ATOMIC_ACQUIRE));
-    }
-}
-
-static void fip_rma_cb(void *request, ucs_status_t status, void *user_data)
-{
-    ucp_request_free(request);
-    fip_rma_part_done(user_data, status);
-}
-
-/* A piece about to be posted is counted first: under automatic progress
- * another thread can run its callback before the UCP call returns here.
- * (Counted after the call, such a piece once took the posting hold's
- * count, the operation completed and was freed while still being posted,
- * and completed again: a double free.) */
-static void fip_rma_starting(fip_op_t *op)
-{
-    __atomic_add_fetch(&op->pending, 1, __ATOMIC_RELAXED);
-}
-
-/* a UCP call's answer: a piece running (its callback ends it), or done or
- * failed at once (ended here; the posting hold keeps the operation) */
-static void fip_rma_started(fip_op_t *op, ucs_status_ptr_t sptr)
-{
-    ucs_status_t ok = UCS_OK;
-
-    if (UCS_PTR_IS_PTR(sptr)) {
-        return;
-    }
-    if (UCS_PTR_IS_ERR(sptr)) {
-        __atomic_compare_exchange_n(&op->status, &ok, UCS_PTR_STATUS(sptr),
-                                    0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-    }
-    __atomic_sub_fetch(&op->pending, 1, __ATOMIC_ACQ_REL);
 }
 
 /* whether a write completes only at the target: asked, or no weaker level
@@ -167,7 +121,7 @@ static ssize_t fip_rma_post(fip_ep_t *ep, const struct fi_msg_rma *msg,
 
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                          UCP_OP_ATTR_FIELD_USER_DATA;
-    param.cb.send      = fip_rma_cb;
+    param.cb.send      = fip_op_piece_cb;
     param.user_data    = op;
 
     /* walk the local and remote lists together, one piece per overlap */
@@ -182,13 +136,13 @@ static ssize_t fip_rma_post(fip_ep_t *ep, const struct fi_msg_rma *msg,
                       (char*)msg->msg_iov[li].iov_base + loff;
 
         if (len > 0) {
-            fip_rma_starting(op);
+            fip_op_piece_starting(op);
             sptr = reading ?
                    ucp_get_nbx(peer->ucp_ep, lbuf, len, raddr[ri] + roff,
                                rkey[ri], &param) :
                    ucp_put_nbx(peer->ucp_ep, lbuf, len, raddr[ri] + roff,
                                rkey[ri], &param);
-            fip_rma_started(op, sptr);
+            fip_op_piece_started(op, sptr);
         }
         n    += len;
         loff += len;
@@ -215,10 +169,10 @@ static ssize_t fip_rma_post(fip_ep_t *ep, const struct fi_msg_rma *msg,
     if (!reading && fip_rma_delivery(ep, flags) &&
         (__atomic_load_n(&op->status, __ATOMIC_ACQUIRE) == UCS_OK)) {
         /* the pieces are at the target once a flush after them is */
-        fip_rma_starting(op);
-        fip_rma_started(op, ucp_ep_flush_nbx(peer->ucp_ep, &param));
+        fip_op_piece_starting(op);
+        fip_op_piece_started(op, ucp_ep_flush_nbx(peer->ucp_ep, &param));
     }
-    fip_rma_part_done(op, UCS_OK);
+    fip_op_piece_done(op, UCS_OK);
     return 0;
 }
 
