@@ -139,6 +139,19 @@ TEST(strategy_trace, cell_once_call_each)
     EXPECT_EQ(2u, call_lines) << "call lines:" << all;
 }
 
+/* UCX 1.22's default protocols (v2), stated while alive (and unset again
+ * on every way out) where the environment says nothing */
+struct proto_default {
+    bool set = ucx_at_least_1_22() && (getenv("UCX_PROTO_ENABLE") == NULL) &&
+               (setenv("UCX_PROTO_ENABLE", "y", 1) == 0);
+    ~proto_default()
+    {
+        if (set) {
+            unsetenv("UCX_PROTO_ENABLE");
+        }
+    }
+};
+
 /*
  * UCP atomics on an endpoint with the peer error mode, by UCX version, with
  * UCX's default protocols: UCX 1.13.1 executes them; UCX 1.22 (v2
@@ -151,18 +164,7 @@ TEST(strategy_trace, cell_once_call_each)
  */
 TEST(peer_error_mode, ucp_atomics_by_ucx_version)
 {
-    /* UCX 1.22's default, stated (and unset again on every way out) */
-    struct proto_default {
-        bool set = ucx_at_least_1_22() &&
-                   (getenv("UCX_PROTO_ENABLE") == NULL) &&
-                   (setenv("UCX_PROTO_ENABLE", "y", 1) == 0);
-        ~proto_default()
-        {
-            if (set) {
-                unsetenv("UCX_PROTO_ENABLE");
-            }
-        }
-    } proto;
+    proto_default proto;
 
     for (const char *strategy : {"native", "cas"}) {
         std::string skip, error, what = std::string("tcp, forced ") + strategy;
@@ -221,17 +223,7 @@ TEST(peer_error_mode, ucp_atomics_by_ucx_version)
  */
 TEST(peer_error_mode, stated_by_the_flag_not_by_the_wireup_lane)
 {
-    struct proto_default {
-        bool set = ucx_at_least_1_22() &&
-                   (getenv("UCX_PROTO_ENABLE") == NULL) &&
-                   (setenv("UCX_PROTO_ENABLE", "y", 1) == 0);
-        ~proto_default()
-        {
-            if (set) {
-                unsetenv("UCX_PROTO_ENABLE");
-            }
-        }
-    } proto;
+    proto_default proto;
     std::string skip, error;
     config cfg = {"self", false, "native", true};
     uint64_t one = 1, old = 0, value = 7, after = 0;
