@@ -69,6 +69,10 @@ bg_wait() { # bg_wait <name>: wait for it (in this shell: not in a $(...)),
         { tail -20 "$logdir/bg-$name.log"; return 1; }
 }
 rm -f "$logdir"/bg-*
+# a run that stops early stops its background builds too (an unfinished
+# build leaves no stamp: the next run builds it again)
+kill_tree() { local c; for c in $(pgrep -P "$1"); do kill_tree "$c"; done; kill "$1" 2>/dev/null; }
+trap 'for c in $(pgrep -P $$); do kill_tree "$c"; done' EXIT
 bg_start ucx122 env ATOMICX_UCX_JOBS="$jobs" "$top/contrib/build-ucx.sh"
 bg_start sos-basic "$top/contrib/sos/build-sos.sh" basic
 bg_start sos-scalable "$top/contrib/sos/build-sos.sh" scalable
