@@ -26,7 +26,8 @@
 #     libfiatomic over atomicx.
 # The UCX 1.22.0 and SOS builds run in the background from the start, at the
 # lowest CPU priority (bg_start).
-# Ends with one summary line "N passed, N failed, N skipped".
+# Ends with one summary line "N passed, N failed, N skipped" (gtest tests and
+# SOS unit test runs).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -267,10 +268,14 @@ else
     echo "building UCX 1.22.0 failed"; fail=1
 fi
 
-# One summary over every gtest binary that ran.
+# One summary over every gtest binary and SOS run (run-sos.sh's
+# "run-sos: P passed, F failed, T timed out, S skipped" lines) that ran.
 passed=$(grep -hoE '^\[  PASSED  \] [0-9]+' "$logdir/all-tests.log" | awk '{s+=$4} END {print s+0}')
 failed=$(grep -hoE '^\[  FAILED  \] [0-9]+ test' "$logdir/all-tests.log" | awk '{s+=$4} END {print s+0}')
 skipped=$(grep -hoE '^\[  SKIPPED \] [0-9]+ test' "$logdir/all-tests.log" | awk '{s+=$4} END {print s+0}')
+read -r sos_p sos_f sos_s <<< "$(grep -hoE '^run-sos: [0-9]+ passed, [0-9]+ failed, [0-9]+ timed out, [0-9]+ skipped' \
+    "$logdir/all-tests.log" | awk '{p+=$2; f+=$4+$6; s+=$9} END {print p+0, f+0, s+0}')"
+passed=$((passed + sos_p)) failed=$((failed + sos_f)) skipped=$((skipped + sos_s))
 [ "$fail" -eq 0 ] || [ "$failed" -gt 0 ] || failed=1
 echo
 echo "$passed passed, $failed failed, $skipped skipped"
