@@ -13,10 +13,11 @@
 #     Makefile.am: the gtest suites in three configurations, every other
 #     test in full); BUILD-DIR's own make check runs the whole suites, and
 #     its logs are the ones contrib/ucx-log-check.sh judges.
-#  2. what distcheck does not: a packager's staged install from BUILD-DIR
-#     (make install DESTDIR=...), make installcheck in that DESTDIR
-#     (pkg-config through PKG_CONFIG_SYSROOT_DIR), and make uninstall
-#     leaving no file there.
+#  2. what distcheck does not: the tarball configured without the UCX
+#     source tree (the atomicx transport off) makes its own tarball again;
+#     a packager's staged install from BUILD-DIR (make install
+#     DESTDIR=...), make installcheck in that DESTDIR (pkg-config through
+#     PKG_CONFIG_SYSROOT_DIR), and make uninstall leaving no file there.
 #
 #   contrib/check-dist.sh BUILD-DIR
 # ATOMICX_JOBS: make's -j for the distcheck build (default: nproc). The
@@ -54,6 +55,24 @@ for suite in test_fiatomic test_atomicx_host; do
             grep -c '^  ')
     echo "  distcheck: $suite ran $quick of its $all tests (CHECK_QUICK)"
 done
+# The tarball configured without a UCX source tree (the atomicx transport
+# off, no ucx_info looked for): a packager building libfiatomic alone must
+# still be able to make the tarball again
+if [ -f "$tarball" ] && mkdir -p "$tmp/nosrc/build" &&
+        tar -xzf "$tarball" -C "$tmp/nosrc"; then
+    t0=$(date +%s)
+    if (cd "$tmp/nosrc/build" &&
+            "../atomicx-$version/configure" --with-ucx-src=no > configure.log 2>&1 &&
+            make dist > dist.log 2>&1 && [ -f "$tarball" ]); then
+        echo "PASS: make dist without the UCX source ($(( $(date +%s) - t0 )) s)"
+    else
+        tail -20 "$tmp/nosrc/build/configure.log" "$tmp/nosrc/build/dist.log" 2>/dev/null
+        bad "make dist in a tree configured without the UCX source"
+    fi
+else
+    bad "no $tarball to unpack after make distcheck"
+fi
+rm -rf "$tmp/nosrc"
 rm -f "$tarball"
 
 make install DESTDIR="$tmp/inst" > "$tmp/install.log" 2>&1 ||

@@ -7,22 +7,27 @@
 #     with installcheck: a pkg-config consumer),
 #  2. the same suites built with AddressSanitizer + UndefinedBehaviorSanitizer,
 #     and the threads suite built with ThreadSanitizer,
-#  3. Sandia OpenSHMEM's unit tests over the fiatomic libfabric provider
-#     (contrib/sos), once it offers FI_ATOMIC, against tcp;ofi_rxm's list;
-#     the libFuzzer target of the target-side request decoder, 60 s,
+#  3. the libFuzzer targets: the target-side request decoder, 60 s, and a
+#     live target through UCP, 60 s,
 #  4. the atomicx guest suites on soft-RoCE (contrib/softroce),
 #     libfiatomic's matrix over atomicx there, UCX's own gtest suites
 #     (UCT atomics, fence, flush, pending, ...; UCP atomics) over atomicx,
 #     and Open MPI's OpenSHMEM and MPI windows over atomicx (and tcp); the
 #     guest examples of README and the manual pages run as written there
 #     (test-guest.sh's docs suite, openmpi-guest.sh).
-#  5. against UCX 1.22.0 too (contrib/build-ucx.sh builds it once per machine,
+#  5. Sandia OpenSHMEM's unit tests (contrib/sos: built once per machine,
+#     cached) over the fiatomic libfabric provider, in both of SOS's memory
+#     registration configurations, judged against libfabric's tcp;ofi_rxm,
+#  6. against UCX 1.22.0 too (contrib/build-ucx.sh builds it once per machine,
 #     cached): a -Werror build, libfiatomic's and atomicx's host gtest suites,
 #     "make install" into UCX's module directory, and in one more guest boot
 #     ucx_info and ucx_perftest finding atomicx as a UCX module
 #     (UCX_PLUGIN_PATH, no LD_PRELOAD), the UCT and UCP suites and
 #     libfiatomic over atomicx.
-# Ends with one summary line "N passed, N failed, N skipped".
+# The UCX 1.22.0 and SOS builds run in the background from the start, at the
+# lowest CPU priority (bg_start).
+# Ends with one summary line "N passed, N failed, N skipped" (gtest tests and
+# SOS unit test runs).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -39,6 +44,40 @@ step "dependencies"
 step "autogen"
 ./autogen.sh > "$logdir/autogen.log" 2>&1 || { cat "$logdir/autogen.log"; exit 1; }
 
+# The builds that later steps run from (UCX 1.22.0, SOS's two
+# configurations) go in the background from here, at the lowest CPU
+# priority: on a fresh machine they cost about 30 CPU minutes, which they
+# take from the CPU the suites leave idle (the one-at-a-time tests waiting
+# on their peers, the guests' idle processors) instead of adding them to
+# the wall time; a machine that has them cached returns at once. The steps
+# that need a build wait for it (bg_wait).
+step "background builds: UCX 1.22.0, Sandia OpenSHMEM (basic, scalable)"
+bg_start() { # bg_start <name> <command...>: its stdout's last line is its result
+    local name=$1; shift
+    ( nice -n 19 "$@" > "$logdir/bg-$name.out" 2> "$logdir/bg-$name.log"
+      echo $? > "$logdir/bg-$name.rc" ) &
+    eval "bg_pid_${name//-/_}=\$!"
+    echo "$name: started (log $logdir/bg-$name.log)"
+}
+bg_wait() { # bg_wait <name>: wait for it (in this shell: not in a $(...)),
+    # its result in bg_result; fails if it did
+    local name=$1 pid_var="bg_pid_${1//-/_}" t0
+    t0=$(date +%s)
+    wait "${!pid_var}"
+    echo "$name: ready ($(( $(date +%s) - t0 )) s waited)"
+    bg_result=$(tail -1 "$logdir/bg-$name.out" 2>/dev/null)
+    [ "$(cat "$logdir/bg-$name.rc" 2>/dev/null)" = 0 ] ||
+        { tail -20 "$logdir/bg-$name.log"; return 1; }
+}
+rm -f "$logdir"/bg-*
+# a run that stops early stops its background builds too (an unfinished
+# build leaves no stamp: the next run builds it again)
+kill_tree() { local c; for c in $(pgrep -P "$1"); do kill_tree "$c"; done; kill "$1" 2>/dev/null; }
+trap 'for c in $(pgrep -P $$); do kill_tree "$c"; done' EXIT
+bg_start ucx122 env ATOMICX_UCX_JOBS="$jobs" "$top/contrib/build-ucx.sh"
+bg_start sos-basic "$top/contrib/sos/build-sos.sh" basic
+bg_start sos-scalable "$top/contrib/sos/build-sos.sh" scalable
+
 build() { # build <dir> <configure args...>
     local dir=$1; shift
     mkdir -p "$dir" && cd "$dir" || return 1
@@ -51,7 +90,10 @@ build() { # build <dir> <configure args...>
 
 check() { # check <dir>: make check, print the test logs, judge UCX's log lines
     local dir=$1
-    (cd "$dir" && make -j1 check > "$logdir/$(basename "$dir")-check.log" 2>&1)
+    # the test programs built on every core first (TESTS= runs none), then
+    # the tests one at a time: they time themselves and share ports
+    (cd "$dir" && make -j"$jobs" check TESTS= > "$logdir/$(basename "$dir")-check.log" 2>&1 &&
+        make -j1 check >> "$logdir/$(basename "$dir")-check.log" 2>&1)
     local rc=$?
     find "$dir/test" -name '*.log' ! -name 'test-suite.log' -exec cat {} + | tee -a "$logdir/all-tests.log" |
         grep -E '^\[ *(PASSED|FAILED|SKIPPED|  OK|  SKIPPED) *\]|^\[==========\]|SKIP|^(PASS|FAIL|ERROR|SKIP):' | grep -v '^\[       OK \]' || true
@@ -112,48 +154,6 @@ tee -a "$logdir/all-tests.log" < "$logdir/tsan-threads.log" |
 [ $tsan_rc -eq 0 ] || fail=1
 "$top/contrib/ucx-log-check.sh" --label build-tsan "$logdir/tsan-threads.log" || fail=1
 
-# Sandia OpenSHMEM's unit tests over this project's libfabric provider
-# (contrib/sos), judged against the stored tcp;ofi_rxm reference list: only
-# once the provider offers atomics on FI_EP_RDM endpoints, else a line says
-# why not. The SOS build is cached per machine (contrib/sos/build-sos.sh).
-# Not part of the default run: building SOS costs about 9 CPU minutes on a
-# fresh machine, which the test command's hour does not hold next to the
-# suites above. ATOMICX_SOS=quick: the atomic, lock and wait tests with 2
-# processes on posix,self,tcp and on tcp (about 3 minutes once built);
-# full: the whole suite on both, and the atomic, lock and wait tests with 4
-# processes; off (default): none. UCX_TLS needs tcp next to posix: the
-# provider connects by socket address (fi_fiatomic(7)).
-step "Sandia OpenSHMEM's unit tests over the fiatomic libfabric provider"
-sos_prov=$top/build-release/src/prov/fiatomic/.libs
-sos_runs=("posix,self,tcp basic 2 atomic,lock,wait" "tcp basic 2 atomic,lock,wait")
-case ${ATOMICX_SOS:-off} in
-    quick) ;;
-    full)  sos_runs=("posix,self,tcp basic 2" "tcp basic 2"
-                     "posix,self,tcp basic 4 atomic,lock,wait") ;;
-    *)     sos_runs=() ;;
-esac
-if [ ${#sos_runs[@]} -eq 0 ]; then
-    echo "SOS over fiatomic: not run (ATOMICX_SOS=${ATOMICX_SOS:-off}; quick or full runs it)"
-elif [ ! -f "$sos_prov/libfiatomic-fi.so" ]; then
-    echo "SKIP: SOS over fiatomic: $sos_prov/libfiatomic-fi.so is not built"
-elif ! FI_PROVIDER_PATH=$sos_prov fi_info -p fiatomic -c FI_ATOMIC -t FI_EP_RDM \
-        > /dev/null 2>&1; then
-    echo "SKIP: SOS over fiatomic: the provider does not offer FI_ATOMIC on" \
-         "FI_EP_RDM endpoints yet (FI_PROVIDER_PATH=$sos_prov fi_info -p fiatomic -c FI_ATOMIC)"
-else
-    t0=$(date +%s)
-    for sos_run in "${sos_runs[@]}"; do
-        read -r sos_tls sos_config sos_np sos_tests <<< "$sos_run"
-        sos_log=$logdir/sos-$sos_tls-$sos_config-np$sos_np.log
-        # shellcheck disable=SC2086 # sos_tests: empty or one word
-        UCX_TLS=$sos_tls ATOMICX_FI_PROVIDER_PATH=$sos_prov \
-            "$top/contrib/sos/run-sos.sh" "$sos_config" fiatomic "$sos_np" \
-            $sos_tests > "$sos_log" 2>&1 || fail=1
-        tee -a "$logdir/all-tests.log" < "$sos_log" | grep -vE '^PASS: ' || true
-    done
-    echo "SOS over fiatomic: $(( $(date +%s) - t0 )) s"
-fi
-
 step "fuzzing the target-side request decoder (libFuzzer, 60 s)"
 "$top/test/fuzz/run.sh" 60 2>&1 | tee -a "$logdir/all-tests.log" || fail=1
 
@@ -171,10 +171,69 @@ if [ -x "$top/contrib/softroce/test-guest.sh" ]; then
     "$top/contrib/softroce/openmpi-guest.sh" "$top/build-release" 2>&1 | tee -a "$logdir/all-tests.log" || fail=1
 fi
 
+# Sandia OpenSHMEM's unit tests over this project's libfabric provider
+# (contrib/sos), each run judged against the tcp;ofi_rxm reference list of
+# its configuration (contrib/sos/reference-*.txt): every test that passes
+# there with the same number of processes must pass. Both SOS builds come
+# from the background builds above (cached per machine). UCX_TLS names tcp
+# next to posix: the provider connects by socket address, and UCX's tcp
+# connection manager needs a transport on that network device
+# (fi_fiatomic(7)); the data goes over shared memory. ATOMICX_SOS=ci
+# (default): the whole suite with 2 processes in both configurations, over
+# posix,self,tcp, and in the provider-key one over tcp too; the atomic,
+# lock and wait tests with 4 processes in both (about 10 minutes); full:
+# every configuration, transport and process count; off: none.
+step "Sandia OpenSHMEM's unit tests over the fiatomic libfabric provider"
+sos_prov=$top/build-release/src/prov/fiatomic/.libs
+case ${ATOMICX_SOS:-ci} in
+    ci)   sos_runs=("posix,self,tcp basic 2" "tcp basic 2" "posix,self,tcp scalable 2"
+                    "posix,self,tcp basic 4 atomic,lock,wait"
+                    "tcp scalable 4 atomic,lock,wait") ;;
+    full) sos_runs=()
+          for c in basic scalable; do
+              for tl in posix,self,tcp tcp; do
+                  sos_runs+=("$tl $c 2" "$tl $c 4 atomic,lock,wait")
+              done
+          done ;;
+    *)    sos_runs=() ;;
+esac
+sos_built=1
+for c in basic scalable; do
+    bg_wait "sos-$c" || { echo "FAIL: building SOS ($c)"; sos_built=0; fail=1; }
+done
+if [ ${#sos_runs[@]} -eq 0 ]; then
+    echo "SOS over fiatomic: not run (ATOMICX_SOS=${ATOMICX_SOS}; ci or full runs it)"
+elif [ $sos_built -eq 1 ]; then
+    t0=$(date +%s)
+    for sos_run in "${sos_runs[@]}"; do
+        read -r sos_tls sos_config sos_np sos_tests <<< "$sos_run"
+        sos_log=$logdir/sos-$sos_tls-$sos_config-np$sos_np.log
+        # shellcheck disable=SC2086 # sos_tests: empty or one word
+        UCX_TLS=$sos_tls ATOMICX_FI_PROVIDER_PATH=$sos_prov \
+            "$top/contrib/sos/run-sos.sh" "$sos_config" fiatomic "$sos_np" \
+            $sos_tests > "$sos_log" 2>&1 || fail=1
+        tee -a "$logdir/all-tests.log" < "$sos_log" | grep -vE '^PASS: ' || true
+    done
+    echo "SOS over fiatomic: $(( $(date +%s) - t0 )) s"
+fi
+# In the guest: SOS's atomics executed by the NIC (UCX_TLS=atomicx,tcp), the
+# AMO lane of every process on atomicx. A launch costs about 25 s under
+# TCG: by default the tests of each kind of atomic (swap, compare-swap,
+# increment, fetch-add, the bitwise ones, set/fetch, non-blocking), the
+# whole atomic group with full.
+if [ $sos_built -eq 1 ] && [ ${#sos_runs[@]} -gt 0 ] &&
+        [ -x "$top/contrib/softroce/sos-guest.sh" ]; then
+    step "Sandia OpenSHMEM's atomic tests over atomicx on soft-RoCE (qemu guest)"
+    sos_guest_tests=swap1,cswap,atomic_inc,fadd_nbi,atomic_bitwise,set_fetch,lfinc,atomic_nbi
+    [ "${ATOMICX_SOS:-ci}" != full ] || sos_guest_tests=atomic
+    "$top/contrib/softroce/sos-guest.sh" "$top/build-release" basic 2 "$sos_guest_tests" \
+        > "$logdir/sos-guest.log" 2>&1 || fail=1
+    tee -a "$logdir/all-tests.log" < "$logdir/sos-guest.log" | grep -vE '^PASS: ' || true
+fi
+
 step "UCX 1.22.0 (contrib/build-ucx.sh: built once per machine, cached)"
-t0=$(date +%s)
-if ucx122=$(ATOMICX_UCX_JOBS=$jobs "$top/contrib/build-ucx.sh" | tail -1) && [ -d "$ucx122" ]; then
-    echo "UCX 1.22.0 in $ucx122 ($(( $(date +%s) - t0 )) s)"
+if bg_wait ucx122 && ucx122=$bg_result && [ -d "$ucx122" ]; then
+    echo "UCX 1.22.0 in $ucx122"
     step "build against UCX 1.22.0 (-Werror)"
     # test drivers at -O0 as in the sanitizer build (the release build
     # compiles them at -O2 with -Werror)
@@ -183,8 +242,9 @@ if ucx122=$(ATOMICX_UCX_JOBS=$jobs "$top/contrib/build-ucx.sh" | tail -1) && [ -
         # suite); the tools' and packaging checks run on the regular build
         step "libfiatomic and atomicx host tests against UCX 1.22.0"
         rm -f "$top"/build-ucx122/test/gtest/*.log
-        (cd "$top/build-ucx122/test/gtest" && make -j1 check \
-            > "$logdir/build-ucx122-check.log" 2>&1) || fail=1
+        (cd "$top/build-ucx122/test/gtest" &&
+            make -j"$jobs" check TESTS= > "$logdir/build-ucx122-check.log" 2>&1 &&
+            make -j1 check >> "$logdir/build-ucx122-check.log" 2>&1) || fail=1
         if ls "$top"/build-ucx122/test/gtest/test_*.log > /dev/null 2>&1; then
             cat "$top"/build-ucx122/test/gtest/test_*.log | tee -a "$logdir/all-tests.log" |
                 grep -E '^\[ *(PASSED|FAILED|SKIPPED|  SKIPPED) *\]|^\[==========\]|^(PASS|FAIL|ERROR|SKIP):' || true
@@ -208,10 +268,14 @@ else
     echo "building UCX 1.22.0 failed"; fail=1
 fi
 
-# One summary over every gtest binary that ran.
+# One summary over every gtest binary and SOS run (run-sos.sh's
+# "run-sos: P passed, F failed, T timed out, S skipped" lines) that ran.
 passed=$(grep -hoE '^\[  PASSED  \] [0-9]+' "$logdir/all-tests.log" | awk '{s+=$4} END {print s+0}')
 failed=$(grep -hoE '^\[  FAILED  \] [0-9]+ test' "$logdir/all-tests.log" | awk '{s+=$4} END {print s+0}')
 skipped=$(grep -hoE '^\[  SKIPPED \] [0-9]+ test' "$logdir/all-tests.log" | awk '{s+=$4} END {print s+0}')
+read -r sos_p sos_f sos_s <<< "$(grep -hoE '^run-sos: [0-9]+ passed, [0-9]+ failed, [0-9]+ timed out, [0-9]+ skipped' \
+    "$logdir/all-tests.log" | awk '{p+=$2; f+=$4+$6; s+=$9} END {print p+0, f+0, s+0}')"
+passed=$((passed + sos_p)) failed=$((failed + sos_f)) skipped=$((skipped + sos_s))
 [ "$fail" -eq 0 ] || [ "$failed" -gt 0 ] || failed=1
 echo
 echo "$passed passed, $failed failed, $skipped skipped"

@@ -18,7 +18,8 @@
 #   SOS_REFERENCE a reference list to judge against instead of
 #   contrib/sos/reference-<config>.txt ("none": no judgement);
 #   SOS_RESULTS a file to append "<np> <test> PASS|FAIL|SKIP|TIMEOUT" lines
-#   to (how contrib/sos/reference-*.txt are made).
+#   to (how contrib/sos/reference-*.txt are made); SOS_LOGS a directory to
+#   keep each test's output in, as <test>.log (else it is removed).
 # Each test's output is checked for UCX ERROR/WARN lines
 # (contrib/ucx-log-check.sh). Each run works in its own temporary directory (the test programs and the
 # build are only read), so runs may go side by side. Exit status: 0 when
@@ -64,7 +65,8 @@ if [ -n "$subset" ]; then
         tests+="$found"$'\n'
     done
     # once each, in SOS's order
-    tests=$(echo "$all" | grep -Fx -f <(echo "$tests" | grep .))
+    # (no process substitution: the soft-RoCE guest has no /dev/fd)
+    tests=$(echo "$all" | grep -Fx -e "$(echo "$tests" | grep .)")
 else
     tests=$all
 fi
@@ -122,6 +124,9 @@ for t in $tests; do
 done
 elapsed=$(( $(date +%s) - start ))
 [ -z "${SOS_RESULTS:-}" ] || sed "s/^/$np /" "$work/results" >> "$SOS_RESULTS"
+if [ -n "${SOS_LOGS:-}" ]; then
+    mkdir -p "$SOS_LOGS" && for t in $tests; do cp "$work/$t.log" "$SOS_LOGS/"; done
+fi
 
 count() { grep -c " $1\$" "$work/results"; }
 echo "run-sos: $(count PASS) passed, $(count FAIL) failed, $(count TIMEOUT)" \
@@ -138,16 +143,19 @@ for t in $tests; do echo "$work/$t.log"; done | xargs -r \
 [ "$reference" != none ] || exit $logcheck
 # The reference lists "<np> <test> <result>": every test it passed with
 # this np must pass here (tests outside this run's subset are not judged)
-read -r judged bad < <(awk -v np="$np" -v prov="$provider" '
+# (the last line the counts; no /dev/fd nor /dev/stderr in the guest)
+verdict=$(awk -v np="$np" -v prov="$provider" '
     NR == FNR {got[$1] = $2; next}
     /^#/ || $1 != np || $3 != "PASS" || !($2 in got) {next}
     {judged++}
     got[$2] != "PASS" {
         printf "run-sos: %s passes over the reference but %s over %s\n",
-               $2, got[$2], prov > "/dev/stderr"
+               $2, got[$2], prov
         bad = 1
     }
     END {print judged + 0, bad + 0}' "$work/results" "$reference")
+echo "$verdict" | sed '$d'
+read -r judged bad <<< "$(echo "$verdict" | tail -1)"
 if [ "$judged" -eq 0 ]; then
     echo "run-sos: the reference $reference has no passing test of this" \
          "subset with $np processes: nothing judged"

@@ -1,0 +1,74 @@
+#!/bin/bash
+# Sandia OpenSHMEM's atomic unit tests over the fiatomic libfabric provider
+# with UCX_TLS=atomicx,tcp, inside the qemu guest (soft-RoCE rxe0): an
+# unmodified libfabric program whose atomics the NIC executes (atomicx's
+# native fetch-add / compare-swap and its CAS loops), through libfiatomic.
+#
+#   contrib/softroce/sos-guest.sh <build-dir> [config] [np] [tests]
+#
+# config (default basic), np (default 2) and tests (default the "atomic"
+# group) are contrib/sos/run-sos.sh's; the SOS build must be in its cache
+# already (contrib/sos/build-sos.sh on the host: the guest sees the host's
+# file system read-only). A run passes when run-sos.sh passes it against the
+# tcp;ofi_rxm reference and, in every test, each process printed a UCP
+# endpoint configuration (UCX_LOG_LEVEL=info ep_cfg lines) with its AMO
+# lane on atomicx/rxe0:1.
+# UCX ERROR / WARN lines are judged per test by run-sos.sh
+# (contrib/ucx-log-check.sh).
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+me=sos-guest
+
+if [ "${1:-}" != "--in-guest" ]; then
+    build=$(cd "${1:?usage: sos-guest.sh <build-dir> [config] [np] [tests]}" && pwd)
+    shift
+    for f in src/prov/fiatomic/.libs/libfiatomic-fi.so \
+             src/uct/atomicx/.libs/libuct_atomicx.so.0; do
+        [ -e "$build/$f" ] || { echo "$me: $build/$f missing (build first)" >&2; exit 1; }
+    done
+    # built (or found in the cache) here: the guest cannot write the cache
+    "$here/../sos/build-sos.sh" "${1:-basic}" > /dev/null || exit 1
+    exec "$here/run-in-guest.sh" "${BASH_SOURCE[0]}" --in-guest "$build" "$@"
+fi
+
+build=$2
+config=${3:-basic}
+np=${4:-2}
+tests=${5:-atomic}
+eval "$("$here/ucx-of-build.sh" "$build")" || exit 1
+export "${load_env[@]}"
+export UCX_TLS=atomicx,tcp UCX_LOG_LEVEL=info
+logs=$(mktemp -d /tmp/sos-guest.XXXXXX)
+trap 'rm -rf "$logs"' EXIT
+
+rc=0
+ATOMICX_FI_PROVIDER_PATH=$build/src/prov/fiatomic/.libs SOS_LOGS=$logs \
+    "$here/../sos/run-sos.sh" "$config" fiatomic "$np" "$tests" || rc=1
+
+# Every test's AMO lanes: each of its processes printed an endpoint
+# configuration with the AMO lane on atomicx. (A provider endpoint connects
+# by socket address: its first configuration, the connection manager's
+# phase, has only the tcp device behind the address and emulates atomics
+# over tcp; UCX then wires up every transport and prints the final one.)
+lanes_bad=0
+shopt -s nullglob
+for log in "$logs"/*.log; do
+    t=$(basename "$log" .log)
+    procs=$(grep -E 'UCX  INFO +ep_cfg\[[0-9]+\]:.* amo\(atomicx/rxe0:1\)' "$log" |
+            grep -oE '^\[[0-9.]+\] \[[^:]+:[0-9]+' | sed 's/.*://' | sort -u | grep -c .)
+    if [ "$procs" -lt "$np" ]; then
+        echo "$me: $t: $procs of $np processes printed an AMO lane on atomicx/rxe0:1:"
+        grep -E 'UCX  INFO +ep_cfg' "$log" | sed 's/^.*ep_cfg/    | ep_cfg/' | sort | uniq -c | head -5
+        lanes_bad=$((lanes_bad + 1))
+    fi
+done
+nlogs=$(ls "$logs" | grep -c '\.log$')
+if [ "$nlogs" -eq 0 ]; then
+    echo "$me: no test ran"; rc=1
+elif [ $lanes_bad -eq 0 ]; then
+    echo "$me: AMO lanes on atomicx/rxe0:1 in every process of all $nlogs tests"
+else
+    echo "$me: $lanes_bad of $nlogs tests had atomics off atomicx"; rc=1
+fi
+echo "$me: $([ $rc -eq 0 ] && echo "all passed" || echo FAILED)"
+exit $rc
