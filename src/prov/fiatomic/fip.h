@@ -10,8 +10,9 @@
  * fip_cntr.c (counters), fip_mr.c (memory registration, key table),
  * fip_addr.c (the fixed-length endpoint address), fip_av.c (address
  * vectors), fip_ep.c (endpoints), fip_listen.c (the domain's listener),
- * fip_cq.c (completion queues), fip_wait.c (the bounded waits of CQs and
- * counters), fip_peer.c (connections to peer domains, made on first use),
+ * fip_cq.c (completion queues), fip_eq.c (event queues), fip_wait.c (the
+ * bounded waits of CQs, EQs and counters), fip_peer.c (connections to
+ * peer domains, made on first use),
  * fip_key.c (the key service: a peer's 64-bit key resolved at its domain),
  * fip_progress.c (the progress thread of FI_PROGRESS_AUTO), fip_atomic.c
  * (the atomic calls and their completions), fip_rma.c (RMA), fip_msg.c
@@ -58,6 +59,7 @@ extern struct fi_provider fip_provider;
 typedef struct fip_fabric {
     struct fid_fabric fabric_fid;
     int               domains;     /* open domains (fi_close -> -FI_EBUSY) */
+    int               eqs;         /* open event queues, likewise */
     pthread_mutex_t   lock;
 } fip_fabric_t;
 
@@ -209,6 +211,8 @@ typedef struct fip_av {
     size_t             count;      /* entries handed out */
     size_t             capacity;
     int                bound;      /* endpoints bound (-FI_EBUSY) */
+    struct fip_eq      *eq;        /* bound event queue: inserts complete
+                                      before they return, so no events */
     pthread_mutex_t    lock;
 } fip_av_t;
 
@@ -271,6 +275,39 @@ void fip_cq_push(fip_cq_t *cq, fip_op_t *op);
 int fip_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
                 struct fid_cq **cq_p, void *context);
 
+/* ---- event queues (fip_eq.c) ------------------------------------------- */
+
+/** The size of a queue opened with size 0, and the largest one a program
+ *  may ask for: only the program's own fi_eq_write events go there. */
+#define FIP_EQ_DEFAULT_SIZE 1024
+#define FIP_EQ_MAX          (1u << 16)
+/** The longest event data fi_eq_write takes. */
+#define FIP_EQ_DATA_MAX     4096
+
+typedef struct fip_eq_event fip_eq_event_t;
+
+typedef struct fip_eq {
+    struct fid_eq      eq_fid;
+    fip_fabric_t       *fabric;
+    enum fi_wait_obj   wait_obj;
+    uint64_t           flags;      /* FI_WRITE: fi_eq_write allowed */
+    size_t             size;       /* the most events it holds */
+    int                bound;      /* atomic: endpoint and AV bindings */
+    fip_eq_event_t     *head, *tail; /* under lock */
+    size_t             count;
+    pthread_mutex_t    lock;
+    pthread_cond_t     cond;       /* CLOCK_MONOTONIC */
+} fip_eq_t;
+
+int fip_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
+                struct fid_eq **eq_p, void *context);
+
+/** An endpoint or address vector binds the queue (fi_close of the queue
+ *  -> -FI_EBUSY until it lets go): 0, or -FI_EINVAL for flags, or for a
+ *  queue of another fabric than `fabric`. */
+int fip_eq_bind(fip_eq_t *eq, fip_fabric_t *fabric, uint64_t flags);
+void fip_eq_unbind(fip_eq_t *eq);
+
 /** The directions a counter binds to, in the order of fip_ep_t's cntrs. */
 #define FIP_EP_CNTR_FLAGS {FI_SEND, FI_RECV, FI_READ, FI_WRITE, \
                            FI_REMOTE_READ, FI_REMOTE_WRITE}
@@ -281,6 +318,7 @@ typedef struct fip_ep {
     fip_domain_t       *domain;
     fip_addr_t         addr;       /* what fi_getname gives */
     fip_av_t           *av;        /* bound address vector */
+    fip_eq_t           *eq;        /* bound event queue (no events) */
     fip_cq_t           *tx_cq;     /* bound with FI_TRANSMIT */
     fip_cq_t           *rx_cq;     /* bound with FI_RECV */
     uint64_t           cq_flags;   /* FI_SELECTIVE_COMPLETION per bind */

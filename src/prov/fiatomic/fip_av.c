@@ -4,8 +4,9 @@
  * program gets is the entry's index: in insertion order from 0 for a table,
  * as fi_av(3) requires, and equally opaque-but-stable for a map. A removed
  * entry's index is never handed out again, so a stale fi_addr_t cannot
- * silently name a newer peer. Inserts are synchronous (no event queue); the
- * number of entries is capped (FIP_AV_MAX).
+ * silently name a newer peer. Inserts are synchronous (no FI_EVENT: an
+ * event queue a program binds gets nothing); the number of entries is
+ * capped (FIP_AV_MAX).
  */
 #include "fip.h"
 
@@ -240,6 +241,9 @@ static int fip_av_close(struct fid *fid)
     if (bound != 0) {
         return -FI_EBUSY;
     }
+    if (av->eq != NULL) {
+        fip_eq_unbind(av->eq);
+    }
     fip_domain_child_remove(av->domain);
     pthread_mutex_destroy(&av->lock);
     free(av->entries);
@@ -247,11 +251,35 @@ static int fip_av_close(struct fid *fid)
     return 0;
 }
 
+/* fi_av_bind: one event queue, which gets no events, as the provider offers
+ * no FI_EVENT and inserts complete before they return */
+static int fip_av_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+    fip_av_t *av = fip_container_of(fid, fip_av_t, av_fid.fid);
+    fip_eq_t *eq;
+    int ret;
+
+    if ((bfid == NULL) || (bfid->fclass != FI_CLASS_EQ)) {
+        return -FI_EINVAL;
+    }
+    eq = fip_container_of(bfid, fip_eq_t, eq_fid.fid);
+    pthread_mutex_lock(&av->lock);
+    if (av->eq != NULL) {
+        ret = -FI_EINVAL;
+    } else {
+        ret = fip_eq_bind(eq, av->domain->fabric, flags);
+        if (ret == 0) {
+            av->eq = eq;
+        }
+    }
+    pthread_mutex_unlock(&av->lock);
+    return ret;
+}
+
 static struct fi_ops fip_av_fi_ops = {
     .size     = sizeof(struct fi_ops),
     .close    = fip_av_close,
-    /* no event queue: inserts complete before they return */
-    .bind     = fip_nosys_bind,
+    .bind     = fip_av_bind,
     .control  = fip_nosys_control,
     .ops_open = fip_nosys_ops_open,
     .tostr    = fip_nosys_tostr,

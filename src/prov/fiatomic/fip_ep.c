@@ -2,7 +2,8 @@
  * Endpoints (fi_endpoint(3)), FI_EP_RDM: several per domain, each with an
  * id in its domain and a random nonce, and so an address of its own
  * (fi_getname: the domain's listener, the id, the nonce; fip_addr.c). An
- * endpoint binds one address vector, a completion queue per direction
+ * endpoint binds one address vector, an event queue (which gets no
+ * events: fip_eq.c), a completion queue per direction
  * (FI_TRANSMIT, FI_RECV) and a counter per direction flag (FI_SEND, FI_RECV,
  * FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE), before it is
  * enabled; it enables once it has an address vector (-FI_ENOAV before).
@@ -50,6 +51,9 @@ static int fip_ep_close(struct fid *fid)
         }
     }
 
+    if (ep->eq != NULL) {
+        fip_eq_unbind(ep->eq);
+    }
     if (ep->av != NULL) {
         pthread_mutex_lock(&ep->av->lock);
         --ep->av->bound;
@@ -129,7 +133,9 @@ static int fip_ep_bind_cntr(fip_ep_t *ep, fip_cntr_t *cntr, uint64_t flags)
 static int fip_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
     fip_ep_t *ep = fip_ep_of_fid(fid);
+    fip_eq_t *eq;
     fip_av_t *av;
+    int ret;
 
     if (bfid == NULL) {
         return -FI_EINVAL;
@@ -152,6 +158,18 @@ static int fip_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
         pthread_mutex_unlock(&av->lock);
         ep->av = av;
         return 0;
+    case FI_CLASS_EQ:
+        /* one queue; FI_EP_RDM has no connection events, and address
+         * vector inserts complete before they return: nothing goes there */
+        eq = fip_container_of(bfid, fip_eq_t, eq_fid.fid);
+        if (ep->eq != NULL) {
+            return -FI_EINVAL;
+        }
+        ret = fip_eq_bind(eq, ep->domain->fabric, flags);
+        if (ret == 0) {
+            ep->eq = eq;
+        }
+        return ret;
     case FI_CLASS_CQ:
         return fip_ep_bind_cq(ep, fip_container_of(bfid, fip_cq_t,
                                                    cq_fid.fid), flags);

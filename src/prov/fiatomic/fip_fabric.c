@@ -1,7 +1,8 @@
 /**
  * The fabric object: the root of a provider's objects. It holds no UCP
- * resource (each domain has its own UCP context and worker); it counts its
- * domains so that closing it under them fails with -FI_EBUSY.
+ * resource (each domain has its own UCP context and worker; event queues
+ * are fip_eq.c's); it counts its domains and event queues so that closing
+ * it under them fails with -FI_EBUSY.
  */
 #include "fip.h"
 
@@ -12,12 +13,12 @@ static int fip_fabric_close(struct fid *fid)
 {
     fip_fabric_t *fabric = fip_container_of(fid, fip_fabric_t,
                                             fabric_fid.fid);
-    int domains;
+    int children;
 
     pthread_mutex_lock(&fabric->lock);
-    domains = fabric->domains;
+    children = fabric->domains + fabric->eqs;
     pthread_mutex_unlock(&fabric->lock);
-    if (domains != 0) {
+    if (children != 0) {
         return -FI_EBUSY;
     }
 
@@ -29,13 +30,6 @@ static int fip_fabric_close(struct fid *fid)
 static int fip_fabric_nosys_pep(struct fid_fabric *fabric,
                                 struct fi_info *info, struct fid_pep **pep,
                                 void *context)
-{
-    return -FI_ENOSYS;
-}
-
-static int fip_fabric_nosys_eq(struct fid_fabric *fabric,
-                               struct fi_eq_attr *attr, struct fid_eq **eq,
-                               void *context)
 {
     return -FI_ENOSYS;
 }
@@ -78,7 +72,7 @@ static struct fi_ops_fabric fip_fabric_ops = {
     .size       = sizeof(struct fi_ops_fabric),
     .domain     = fip_domain_open,
     .passive_ep = fip_fabric_nosys_pep,
-    .eq_open    = fip_fabric_nosys_eq,
+    .eq_open    = fip_eq_open,
     .wait_open  = fip_fabric_nosys_wait,
     .trywait    = fip_fabric_nosys_trywait,
     .domain2    = fip_fabric_domain2

@@ -3,10 +3,12 @@
  * mode), each matched against the caller's hints with libfabric 1.17's
  * rules (fi_getinfo(3), fi_domain(3), fi_endpoint(3)) and narrowed to what
  * the hints ask. The core has already checked the API version (the
- * provider's fi_version) and the provider name.
+ * provider's fi_version) and the provider name. A destination address in
+ * the hints is validated and copied into the offers.
  */
 #include "fip.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -263,6 +265,7 @@ int fip_getinfo(uint32_t version, const char *node, const char *service,
     static const uint64_t mr_modes[] = {FIP_MR_MODE_PROV,
                                         FIP_MR_MODE_PROGRAM};
     struct fi_info *head = NULL, **tail = &head, *info;
+    fip_addr_t dest;
     size_t i;
     int ret;
 
@@ -270,11 +273,18 @@ int fip_getinfo(uint32_t version, const char *node, const char *service,
         return -FI_EINVAL;
     }
 
-    /* no addresses yet: a node, a service or a source address to resolve
-     * cannot be answered */
+    /* no name service: a node, a service or a source address to resolve
+     * cannot be answered. A destination in the provider's own format (the
+     * bytes of a peer's fi_getname, as fi_pingpong's client gives) is
+     * validated and told back in every offer. */
     if ((node != NULL) || (service != NULL) ||
-        ((hints != NULL) &&
-         ((hints->src_addr != NULL) || (hints->dest_addr != NULL)))) {
+        ((hints != NULL) && (hints->src_addr != NULL))) {
+        return FIP_NODATA;
+    }
+    if ((hints != NULL) && (hints->dest_addr != NULL) &&
+        ((hints->dest_addrlen != FIP_ADDR_LEN) ||
+         (fip_addr_unpack(hints->dest_addr, hints->dest_addrlen,
+                          &dest) != 0))) {
         return FIP_NODATA;
     }
 
@@ -288,6 +298,16 @@ int fip_getinfo(uint32_t version, const char *node, const char *service,
         if (ret != 0) {
             fi_freeinfo(info);
             continue;
+        }
+        if ((hints != NULL) && (hints->dest_addr != NULL)) {
+            info->dest_addr = malloc(FIP_ADDR_LEN);
+            if (info->dest_addr == NULL) {
+                fi_freeinfo(info);
+                fi_freeinfo(head);
+                return -FI_ENOMEM;
+            }
+            memcpy(info->dest_addr, hints->dest_addr, FIP_ADDR_LEN);
+            info->dest_addrlen = FIP_ADDR_LEN;
         }
         *tail = info;
         tail  = &info->next;

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <string>
+
 using namespace fiprov_test;
 
 namespace {
@@ -431,6 +433,61 @@ TEST_F(getinfo, node_and_service_are_refused)
     EXPECT_EQ(-FI_ENODATA, fi_getinfo(api_version, NULL, "4242", 0, m_hints,
                                       &list));
     EXPECT_EQ(nullptr, list);
+}
+
+/* fi_pingpong's client asks with the server's fi_getname bytes as the
+ * destination: offers come back naming it; bytes that are no address of
+ * the provider's, and a source address, are refused */
+TEST_F(getinfo, destination_address_is_taken_and_validated)
+{
+    /* fi_fiatomic(7)'s layout: version 1, IPv4, port 4242, 127.0.0.1,
+     * endpoint 3, reserved zero, a non-zero nonce */
+    uint8_t addr[24] = {1, 4, 0x10, 0x92, 127, 0, 0, 1, 0, 0, 0, 3,
+                        0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8};
+    uint8_t bad[24];
+
+    m_hints->dest_addr    = malloc(sizeof(addr));
+    ASSERT_NE(nullptr, m_hints->dest_addr);
+    memcpy(m_hints->dest_addr, addr, sizeof(addr));
+    m_hints->dest_addrlen = sizeof(addr);
+    ASSERT_EQ(0, ask());
+    ASSERT_EQ(2u, m_infos.size());
+    for (struct fi_info *i : m_infos) {
+        ASSERT_EQ(sizeof(addr), i->dest_addrlen);
+        ASSERT_NE(nullptr, i->dest_addr);
+        EXPECT_NE(m_hints->dest_addr, i->dest_addr);   /* its own copy */
+        EXPECT_EQ(0, memcmp(i->dest_addr, addr, sizeof(addr)));
+        EXPECT_EQ(nullptr, i->src_addr);
+    }
+
+    m_hints->dest_addrlen = sizeof(addr) - 1;
+    expect_nodata("a short destination");
+    m_hints->dest_addrlen = sizeof(addr);
+    /* another version, another family, port 0, 0.0.0.0, a reserved field
+     * not zero, a zero nonce: each field's bytes set to `value` */
+    struct {
+        size_t offset, len;
+        uint8_t value;
+    } faults[] = {{0, 1, 2}, {1, 1, 6}, {2, 2, 0}, {4, 4, 0}, {12, 4, 1},
+                  {16, 8, 0}};
+    for (const auto &f : faults) {
+        memcpy(bad, addr, sizeof(addr));
+        memset(bad + f.offset, f.value, f.len);
+        memcpy(m_hints->dest_addr, bad, sizeof(bad));
+        expect_nodata(("a malformed destination at byte " +
+                       std::to_string(f.offset)).c_str());
+    }
+    memcpy(m_hints->dest_addr, addr, sizeof(addr));
+    m_hints->addr_format = FI_SOCKADDR_IN;
+    expect_nodata("a destination in another format");
+    m_hints->addr_format = FI_FORMAT_UNSPEC;
+    EXPECT_EQ(0, ask());
+
+    m_hints->src_addr    = malloc(sizeof(addr));
+    ASSERT_NE(nullptr, m_hints->src_addr);
+    memcpy(m_hints->src_addr, addr, sizeof(addr));
+    m_hints->src_addrlen = sizeof(addr);
+    expect_nodata("a source address");
 }
 
 TEST_F(getinfo, names)

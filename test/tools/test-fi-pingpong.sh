@@ -1,0 +1,100 @@
+#!/bin/bash
+# libfabric's own program fi_pingpong (Debian's libfabric-bin), unmodified,
+# between two processes over this project's provider loaded from the build
+# tree through FI_PROVIDER_PATH: FI_EP_RDM endpoints, the server's address
+# sent over fi_pingpong's control socket and given to the client's
+# fi_getinfo as its destination, messages with their content checked (-c),
+# on UCX_TLS=posix,self,tcp and on tcp; a size below the inject size
+# (fi_inject) and sizes above it (fi_send). Each run must end with exit 0 on
+# both sides, each side's result line counting every message sent and
+# acknowledged, and no UCX ERROR/WARN line. Skips (reason printed) only when
+# fi_pingpong is not installed or the provider is not built.
+set -u
+# shellcheck source-path=SCRIPTDIR source=test-common.sh
+. "$(dirname "$0")/test-common.sh"
+
+provdir=$(cd ./src/prov/fiatomic/.libs 2>/dev/null && pwd)
+if ! command -v fi_pingpong > /dev/null 2>&1; then
+    echo "SKIP: fi_pingpong is not installed (Debian's libfabric-bin)"
+    exit 77
+fi
+if [ -z "$provdir" ] || [ ! -f "$provdir/libfiatomic-fi.so" ]; then
+    echo "SKIP: the provider (libfiatomic-fi.so) is not built here"
+    exit 77
+fi
+test_start
+# FI_PROVIDER would hide the provider that -p names if it named another
+unset FI_PROVIDER
+export FI_PROVIDER_PATH=$provdir
+# the provider's libfiatomic is the build's, not an installed one
+LD_LIBRARY_PATH=$PWD/src/fiatomic/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH
+# fi_pingpong is not instrumented: in a sanitizer build the provider needs
+# the ASan runtime loaded first (see test-perftest-providers.sh)
+asan=$(ldd "$provdir/libfiatomic-fi.so" | awk '/libasan\.so/ {print $3}')
+if [ -n "$asan" ]; then
+    export LD_PRELOAD=$asan ASAN_OPTIONS=detect_leaks=0
+fi
+iters=100
+
+# whether something listens on TCP port $1 (the server's control socket),
+# from /proc so that no connection takes the server's only accept
+listening() {
+    local hex
+    hex=$(printf '%04X' "$1")
+    awk -v p=":$hex" '$2 ~ p"$" && $4 == "0A" {f = 1} END {exit !f}' \
+        /proc/net/tcp
+}
+
+# a side's result line: "<size> <iters> =<iters> ..." (every message sent
+# was acknowledged)
+has_result() {
+    awk -v n="$iters" '$2 == n && $3 == "=" n {f = 1} END {exit !f}' "$1"
+}
+
+# pingpong TLS SIZE: one server and one client on 127.0.0.1
+pingpong() {
+    local tls=$1 size=$2 port srv srv_rc cli_rc
+    local args=(-p fiatomic -e rdm -I "$iters" -S "$size" -c)
+
+    port=$((20000 + RANDOM % 30000))
+    UCX_TLS=$tls timeout 60 fi_pingpong "${args[@]}" -B "$port" \
+        > "$test_tmp/srv" 2>&1 &
+    srv=$!
+    for _ in $(seq 100); do
+        listening "$port" && break
+        kill -0 "$srv" 2> /dev/null || break
+        sleep 0.1
+    done
+    UCX_TLS=$tls timeout 60 fi_pingpong "${args[@]}" -P "$port" 127.0.0.1 \
+        > "$test_tmp/cli" 2>&1
+    cli_rc=$?
+    wait "$srv"
+    srv_rc=$?
+    if [ "$srv_rc" -ne 0 ] || [ "$cli_rc" -ne 0 ]; then
+        bad "UCX_TLS=$tls -S $size: server exit $srv_rc, client exit $cli_rc"
+        sed 's/^/  server: /' "$test_tmp/srv" | tail -5
+        sed 's/^/  client: /' "$test_tmp/cli" | tail -5
+    elif ! has_result "$test_tmp/srv" || ! has_result "$test_tmp/cli"; then
+        bad "UCX_TLS=$tls -S $size: no result line with $iters messages"
+        cat "$test_tmp/srv" "$test_tmp/cli" | sed 's/^/  /' | tail -6
+    elif grep -qE 'UCX +(ERROR|WARN|FATAL)' "$test_tmp/srv" "$test_tmp/cli"
+    then
+        bad "UCX_TLS=$tls -S $size: UCX trouble"
+        grep -hE 'UCX' "$test_tmp/srv" "$test_tmp/cli" | head -5
+    else
+        ok
+        echo "  UCX_TLS=$tls -S $size: $(awk -v n="$iters" \
+            '$2 == n {print $7 " usec/xfer"}' "$test_tmp/cli")"
+    fi
+}
+
+# shared memory: fi_inject's size and 1 KiB; tcp: 1 KiB and 64 KiB
+for run in posix,self,tcp:16 posix,self,tcp:1024 tcp:1024 tcp:65536; do
+    tls=${run%:*}
+    [ "$tls" = "${last:-}" ] ||
+        echo "=== fi_pingpong over fiatomic, UCX_TLS=$tls ==="
+    last=$tls
+    pingpong "$tls" "${run##*:}"
+done
+test_end
