@@ -327,6 +327,8 @@ void fip_peer_close_all(fip_domain_t *domain)
         fip_peer_free(domain, peer);
     }
     domain->peer_count = 0;
+    /* the peers have read what this side sent them before it goes */
+    fip_bye_accepted(domain);
     for (i = 0; i < domain->accepted_count; ++i) {
         fip_peer_ucp_close(domain, domain->accepted[i]);
     }
