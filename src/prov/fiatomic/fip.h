@@ -543,6 +543,7 @@ int fip_wait_slice(pthread_mutex_t *lock, pthread_cond_t *cond,
  * each peer answers a message on it, bounded */
 int fip_bye_init(fip_domain_t *domain);
 void fip_bye_accepted(fip_domain_t *domain);
+void fip_bye_gone(fip_domain_t *domain, size_t index);
 
 /** A peer's key resolved: what libfiatomic takes, and where the remote
  *  addresses the program gives fall. */

@@ -11,8 +11,9 @@
  * it sees the data (Sandia OpenSHMEM's last barrier) made the initiator's
  * last atomics fail. Over tcp the disconnect comes after the data on the
  * same stream. Both messages are exact, checked, and an answer is counted
- * once per connection asked; a peer that does not answer in time (not
- * progressing, gone) leaves the close to go on.
+ * once per connection asked; a connection that fails meanwhile (its peer
+ * closed or died) is not waited for, and a peer that does not answer in
+ * time (not progressing) leaves the close to go on.
  */
 #include "fip.h"
 
@@ -27,39 +28,65 @@ typedef struct fip_bye_msg {
     uint32_t index;    /* the connection's, at the side that closes */
 } fip_bye_msg_t;
 
+/* a message on its way, and who sent it */
+typedef struct fip_bye_send {
+    fip_bye_msg_t msg;
+    fip_domain_t  *domain;
+    unsigned      am_id;
+} fip_bye_send_t;
+
+/* a connection asked that will not answer: not waited for */
+void fip_bye_gone(fip_domain_t *domain, size_t index)
+{
+    if ((domain->bye_asked != NULL) && (index < domain->bye_count) &&
+        (domain->bye_asked[index] == 1)) {
+        domain->bye_asked[index] = 2;
+        ++domain->bye_acks;
+    }
+}
+
 static void fip_bye_send_done(void *request, ucs_status_t status,
                               void *user_data)
 {
-    free(user_data);
+    fip_bye_send_t *send = user_data;
+
+    if ((status != UCS_OK) && (send->am_id == FIP_AM_BYE)) {
+        fip_bye_gone(send->domain, send->msg.index);
+    }
+    free(send);
     ucp_request_free(request);
 }
 
 /* 0 if sent or on its way */
-static int fip_bye_send(ucp_ep_h ep, unsigned am_id, uint32_t index,
-                        uint32_t flags)
+static int fip_bye_send(fip_domain_t *domain, ucp_ep_h ep, unsigned am_id,
+                        uint32_t index, uint32_t flags)
 {
     ucp_request_param_t param = {0};
-    fip_bye_msg_t *msg        = malloc(sizeof(*msg));
+    fip_bye_send_t *send      = malloc(sizeof(*send));
+    fip_bye_msg_t *msg;
     ucs_status_ptr_t req;
 
-    if (msg == NULL) {
+    if (send == NULL) {
         return -1;
     }
+    send->domain       = domain;
+    send->am_id        = am_id;
+    msg                = &send->msg;
     msg->magic         = FIP_BYE_MAGIC;
     msg->index         = index;
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                          UCP_OP_ATTR_FIELD_USER_DATA |
                          UCP_OP_ATTR_FIELD_FLAGS;
     param.cb.send      = fip_bye_send_done;
-    param.user_data    = msg;
+    param.user_data    = send;
     param.flags        = flags;
     req = ucp_am_send_nbx(ep, am_id, msg, sizeof(*msg), NULL, 0, &param);
     if (UCS_PTR_IS_ERR(req)) {
-        free(msg);
+        free(send);
         return -1;
     }
     if (req == NULL) {
-        free(msg);
+        free(send);
     }
     return 0;
 }
@@ -85,12 +112,14 @@ static ucs_status_t fip_bye_handler(void *arg, const void *header,
 
     if ((fip_bye_parse(header, header_length, length, &msg) == 0) &&
         (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
-        (void)fip_bye_send(param->reply_ep, FIP_AM_BYE_ACK, msg.index, 0);
+        (void)fip_bye_send(arg, param->reply_ep, FIP_AM_BYE_ACK, msg.index,
+                           0);
     }
     return UCS_OK;
 }
 
-/* a peer's answer: counted once per connection asked, while asking */
+/* a peer's answer: counted once per connection asked, while asking (the
+ * handshake's state changes only in this thread's progress) */
 static ucs_status_t fip_bye_ack_handler(void *arg, const void *header,
                                         size_t header_length, void *data,
                                         size_t length,
@@ -99,11 +128,8 @@ static ucs_status_t fip_bye_ack_handler(void *arg, const void *header,
     fip_domain_t *domain = arg;
     fip_bye_msg_t msg;
 
-    if ((fip_bye_parse(header, header_length, length, &msg) == 0) &&
-        (domain->bye_asked != NULL) && (msg.index < domain->bye_count) &&
-        (domain->bye_asked[msg.index] == 1)) {
-        domain->bye_asked[msg.index] = 2;
-        ++domain->bye_acks;
+    if (fip_bye_parse(header, header_length, length, &msg) == 0) {
+        fip_bye_gone(domain, msg.index);
     }
     return UCS_OK;
 }
@@ -147,8 +173,8 @@ void fip_bye_accepted(fip_domain_t *domain)
     domain->bye_count = domain->accepted_count;
     domain->bye_acks  = 0;
     for (i = 0; i < domain->accepted_count; ++i) {
-        if (fip_bye_send(domain->accepted[i], FIP_AM_BYE, (uint32_t)i,
-                         UCP_AM_SEND_FLAG_REPLY) == 0) {
+        if (fip_bye_send(domain, domain->accepted[i], FIP_AM_BYE,
+                         (uint32_t)i, UCP_AM_SEND_FLAG_REPLY) == 0) {
             domain->bye_asked[i] = 1;
             ++asked;
         }
