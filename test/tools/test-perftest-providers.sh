@@ -12,7 +12,9 @@
 #    and a malformed list is refused (exit 2);
 #  - this project's provider, loaded through FI_PROVIDER_PATH from the build
 #    tree, is timed too once it advertises FI_ATOMIC (else the reason is
-#    printed and that part is not run).
+#    printed and that part is not run), and its goals (prov-*) are each
+#    measured and reported in the goals' format (tiny counts: the format
+#    and the cells, never the timing).
 # Needs libfabric's shm and tcp;ofi_rxm providers (Debian's libfabric1).
 set -u
 # shellcheck source-path=SCRIPTDIR source=perftest-test-common.sh
@@ -145,6 +147,40 @@ else
         -d u64 -n 200 -w 20 --providers "fiatomic,shm"
     [ "$rc" -eq 0 ] && has_final "$tmp/fip" fiatomic && has_final "$tmp/fip" shm &&
         ok || { bad "--providers fiatomic,shm: exit $rc"; head -20 "$tmp/fip"; }
+
+    echo "=== the provider's goals, tiny counts (the output, not the timing) ==="
+    # -n 50: 10 calls a measurement; what is judged here is that each goal
+    # is measured and reported, never whether it is met
+    goals=prov-speedup-vs-ofi-shm,prov-speedup-vs-ofi-tcp,prov-only-cells-vs-prov-fadd
+    FI_PROVIDER_PATH=$provdir run "$tmp/pgoals" --goal "$goals" \
+        --transports posix,tcp -n 50
+    [ "$rc" -eq 0 ] && ok || { bad "--goal $goals: exit $rc"; tail -20 "$tmp/pgoals"; }
+    # "GOAL <name> <tl> <what> x<value> (<op> <limit>) MET|NOT MET <detail>"
+    for pair in prov-speedup-vs-ofi-shm:posix:">=":2 \
+                prov-only-cells-vs-prov-fadd:posix:"<=":2 \
+                prov-speedup-vs-ofi-tcp:tcp:">=":1 \
+                prov-only-cells-vs-prov-fadd:tcp:"<=":2; do
+        IFS=: read -r name tl op limit <<< "$pair"
+        awk -v name="$name" -v tl="$tl" -v lim="($op $limit)" '
+            $1 == "GOAL" && $2 == name && $3 == tl &&
+            match($0, / x[0-9.e+-]+ +\(/) && index($0, lim) &&
+            match($0, /\) (MET|NOT MET) +worst [a-z]+ [A-Z_0-9]+ [A-Z_0-9]+; mean x[0-9.]+; [0-9]+\/[1-9][0-9]* cells miss$/) {
+                found = 1 }
+            END {exit !found}' "$tmp/pgoals" && ok ||
+            bad "no '$name' goal line over $tl with a value, $op $limit, a verdict and its cells"
+    done
+    # the cells only the provider has are those libfabric's util atomics
+    # lack: long double, long double complex, 128-bit integers among them
+    grep -E '^GOAL prov-only-cells-vs-prov-fadd +posix ' "$tmp/pgoals" |
+        grep -qE '/(5[0-9]|[6-9][0-9]|1[0-9][0-9]) cells miss$' && ok ||
+        bad "prov-only-cells-vs-prov-fadd: not the ~100 cells libfabric lacks"
+    # the summary table has each of them, and the count line
+    for name in prov-speedup-vs-ofi-shm prov-speedup-vs-ofi-tcp; do
+        grep -qE "^$name +(posix|tcp) " "$tmp/pgoals" && ok ||
+            bad "summary: no $name row"
+    done
+    grep -qE '^GOALS: [0-9]+ of 4 MET$' "$tmp/pgoals" && ok ||
+        bad "summary: no 'GOALS: n of 4 MET' line"
 fi
 
 [ $fail -eq 0 ] && echo "PASS: $checks checks"

@@ -104,6 +104,11 @@ typedef struct fip_domain {
     ucp_ep_h           *accepted;    /* under conn_lock */
     size_t             accepted_count;
     pthread_mutex_t    conn_lock;
+    /* the closing handshake (fip_bye.c), at close only: per accepted
+     * connection 1 asked, 2 answered */
+    uint8_t            *bye_asked;
+    size_t             bye_count;
+    size_t             bye_acks;
     /* key requests waiting for their reply (fip_key.c) */
     fip_key_wait_t     *key_waits;   /* under key_lock */
     uint64_t           next_key_req;
@@ -369,6 +374,18 @@ extern struct fi_ops_msg fip_msg_ops;
 
 /** Register the message handler on the domain's worker. */
 int fip_msg_init(fip_domain_t *domain);
+
+/* fip_ucx_config.c: the UCX configuration of a domain's context, with the
+ * shared-memory transports' error handling the peer error mode needs:
+ * read, and (UCX before 1.22) the environment it needs from before ucp_init
+ * to after ucp_worker_create */
+typedef struct {
+    unsigned set;  /* the variables set here, cleared by fip_ucx_env_end */
+} fip_ucx_env_t;
+
+int fip_ucx_config_read(ucp_config_t **config_p);
+void fip_ucx_env_begin(fip_ucx_env_t *env);
+void fip_ucx_env_end(fip_ucx_env_t *env);
 /** Free the streams and the messages held (the progress thread stopped,
  *  before the worker is destroyed). */
 void fip_msg_cleanup(fip_domain_t *domain);
@@ -556,6 +573,15 @@ int fip_wait_slice(pthread_mutex_t *lock, pthread_cond_t *cond,
 /** The key service's active message ids (libfiatomic's are 1008, 1009). */
 #define FIP_AM_KEY_REQ         1010
 #define FIP_AM_KEY_REP         1011
+/** The closing handshake's (fip_bye.c). */
+#define FIP_AM_BYE             1013
+#define FIP_AM_BYE_ACK         1014
+
+/* fip_bye.c: before a domain closes the connections peers made to it,
+ * each peer answers a message on it, bounded */
+int fip_bye_init(fip_domain_t *domain);
+void fip_bye_accepted(fip_domain_t *domain);
+void fip_bye_gone(fip_domain_t *domain, size_t index);
 
 /** A peer's key resolved: what libfiatomic takes, and where the remote
  *  addresses the program gives fall. */

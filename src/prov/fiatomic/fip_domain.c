@@ -205,6 +205,8 @@ static int fip_domain_ucp_open(fip_domain_t *domain)
 {
     ucp_params_t ucp_params           = {0};
     ucp_worker_params_t worker_params = {0};
+    ucp_config_t *config;
+    fip_ucx_env_t env;
     ucs_status_t status;
     int ret;
 
@@ -215,8 +217,16 @@ static int fip_domain_ucp_open(fip_domain_t *domain)
     ucp_params.features   = UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 |
                             UCP_FEATURE_RMA | UCP_FEATURE_AM;
     ucp_params.mt_workers_shared = (domain->threading == FI_THREAD_SAFE);
-    status = ucp_init(&ucp_params, NULL, &domain->ucp_context);
+    fip_ucx_env_begin(&env);
+    ret = fip_ucx_config_read(&config);
+    if (ret != 0) {
+        fip_ucx_env_end(&env);
+        return ret;
+    }
+    status = ucp_init(&ucp_params, config, &domain->ucp_context);
+    ucp_config_release(config);
     if (status != UCS_OK) {
+        fip_ucx_env_end(&env);
         return fip_ucs_errno(status);
     }
 
@@ -229,6 +239,7 @@ static int fip_domain_ucp_open(fip_domain_t *domain)
                                 UCS_THREAD_MODE_SINGLE;
     status = ucp_worker_create(domain->ucp_context, &worker_params,
                                &domain->ucp_worker);
+    fip_ucx_env_end(&env);
     if (status != UCS_OK) {
         return fip_ucs_errno(status);
     }
@@ -239,6 +250,10 @@ static int fip_domain_ucp_open(fip_domain_t *domain)
         return fip_ucs_errno(status);
     }
     ret = fip_key_service_init(domain);
+    if (ret != 0) {
+        return ret;
+    }
+    ret = fip_bye_init(domain);
     if (ret != 0) {
         return ret;
     }

@@ -25,7 +25,20 @@ static void fip_peer_err(void *arg, ucp_ep_h ep, ucs_status_t status)
 static void fip_peer_accepted_err(void *arg, ucp_ep_h ep,
                                   ucs_status_t status)
 {
-    /* the peer went away: its endpoint is closed with the domain */
+    fip_domain_t *domain = arg;
+    size_t i;
+
+    /* the peer went away: its endpoint is closed with the domain; a
+     * closing domain waits no more for its answer (fip_bye.c), and only
+     * its closing thread progresses then, which is where this runs */
+    if (domain->bye_asked == NULL) {
+        return;
+    }
+    for (i = 0; i < domain->bye_count; ++i) {
+        if (domain->accepted[i] == ep) {
+            fip_bye_gone(domain, i);
+        }
+    }
 }
 
 void fip_peer_accept(fip_domain_t *domain, ucp_conn_request_h request)
@@ -54,6 +67,33 @@ void fip_peer_accept(fip_domain_t *domain, ucp_conn_request_h request)
     pthread_mutex_unlock(&domain->conn_lock);
 }
 
+/* wait for a UCP request, bounded; 1 if it ended */
+static int fip_peer_ucp_wait(fip_domain_t *domain, ucs_status_ptr_t req,
+                             int64_t deadline);
+
+/* Wait, bounded, until the new endpoint's wireup has ended (a flush ends
+ * after it): a client's endpoint to a socket address starts on the lanes
+ * of the first transport wireup finds (tcp) and moves to those both sides
+ * share (posix, sysv) when wireup ends. A message sent meanwhile waited for
+ * the new lanes with a protocol chosen for the old ones: UCX 1.13 then sent
+ * a 164-byte message as a posix short message (at most 100 bytes), failed
+ * it ("Invalid am_short_iov length") and the message was lost
+ * (msg2p.unexpected_messages_keep_their_order, shm, automatic progress).
+ * Keys unpacked meanwhile knew only the first lanes' memory domains. A peer
+ * that does not answer in time leaves the endpoint as it is. */
+static void fip_peer_wireup_wait(fip_domain_t *domain, ucp_ep_h ep)
+{
+    ucp_request_param_t param = {0};
+    ucs_status_ptr_t flush;
+
+    flush = ucp_ep_flush_nbx(ep, &param);
+    if (UCS_PTR_IS_PTR(flush)) {
+        (void)fip_peer_ucp_wait(domain, flush,
+                                fip_wait_deadline(FIP_RESOLVE_TIMEOUT_MS));
+        ucp_request_free(flush);
+    }
+}
+
 static int fip_peer_connect(fip_domain_t *domain, fip_peer_t *peer)
 {
     ucp_ep_params_t params      = {0};
@@ -76,21 +116,24 @@ static int fip_peer_connect(fip_domain_t *domain, fip_peer_t *peer)
     params.err_handler.cb    = fip_peer_err;
     params.err_handler.arg   = peer;
     /* wireup starts with the endpoint, and fiatomic_ep_create reads its
-     * lanes: no other thread progresses the worker meanwhile (ucp_lock) */
+     * lanes: no other thread progresses the worker meanwhile (ucp_lock, not
+     * held while this thread waits for wireup, which progresses) */
     pthread_mutex_lock(&domain->ucp_lock);
     status = ucp_ep_create(domain->ucp_worker, &params, &peer->ucp_ep);
+    pthread_mutex_unlock(&domain->ucp_lock);
     if (status != UCS_OK) {
-        pthread_mutex_unlock(&domain->ucp_lock);
         peer->ucp_ep = NULL;
         return -FI_ECONNREFUSED;
     }
+    fip_peer_wireup_wait(domain, peer->ucp_ep);
 
     fparams.field_mask = FIATOMIC_EP_PARAM_FIELD_MSG_ORDER |
                          FIATOMIC_EP_PARAM_FIELD_FLAGS;
     fparams.msg_order  = FIP_MSG_ORDER;
-    /* the endpoint is still in wireup: its keepalive lane, which would
-     * tell the library the error mode, is yet to come */
+    /* said, not left to the library to read: a wireup that did not end in
+     * time leaves the endpoint without the keepalive lane that tells it */
     fparams.flags      = FIATOMIC_EP_FLAG_PEER_ERR_MODE;
+    pthread_mutex_lock(&domain->ucp_lock);
     status = fiatomic_ep_create(domain->fia, peer->ucp_ep, &fparams,
                                 &peer->fep);
     pthread_mutex_unlock(&domain->ucp_lock);
@@ -327,6 +370,8 @@ void fip_peer_close_all(fip_domain_t *domain)
         fip_peer_free(domain, peer);
     }
     domain->peer_count = 0;
+    /* the peers have read what this side sent them before it goes */
+    fip_bye_accepted(domain);
     for (i = 0; i < domain->accepted_count; ++i) {
         fip_peer_ucp_close(domain, domain->accepted[i]);
     }

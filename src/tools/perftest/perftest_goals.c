@@ -4,7 +4,10 @@
  * fiatomic's latency of a native cell over raw UCP's, "direct-" the same
  * cells executed direct on shared memory; "-vs-fadd": over raw
  * UCP's 64-bit fetch-add; "speedup-vs-ofi-*": libfabric's latency over
- * fiatomic's).
+ * fiatomic's; "prov-*": this project's libfabric provider, called through
+ * libfabric as any libfabric program calls it, on memory the target
+ * registered with fi_mr_reg, against libfabric's own providers and against
+ * its own fetch-add).
  *
  * Every ratio compares measurements of the same run and session, taken
  * close together: the reference (raw UCP fetch-add of a u64, "native
@@ -28,8 +31,16 @@
 typedef enum {
     PERF_API_FIA,
     PERF_API_UCP,
-    PERF_API_OFI
+    PERF_API_OFI,   /* libfabric's provider for the transport */
+    PERF_API_PROV   /* this project's provider, through libfabric */
 } perf_api_t;
+
+/* the session's libfabric clients: the transport's reference provider,
+ * then this project's */
+#define PERF_GOAL_OFI_REF   0
+#define PERF_GOAL_OFI_PROV  1
+#define PERF_GOAL_PROV_NAME "fiatomic"
+#define PERF_GOAL_PROV_REPEATS 3 /* confirmation pairs of the prov- goals */
 
 typedef struct {
     char       name[32];
@@ -46,6 +57,7 @@ typedef struct {
     const perf_opts_t *o;
     perf_session_t    *s;
     const char        *tl;
+    const char        *ref_tl;     /* the transport a provider stands for */
     size_t            iters;       /* latency calls per measurement */
     size_t            rate_iters;  /* calls of a rate measurement */
     size_t            warmup;
@@ -64,7 +76,8 @@ static const char *const perf_goal_all[] = {
     "wide16-latency-vs-fadd", "speedup-vs-ofi-shm",
     "emulated-latency-vs-fadd", "emulated-rate-vs-fadd",
     "speedup-vs-ofi-tcp", "array1024-latency-vs-single", "mallocs-per-call",
-    "rss-growth-mib", "contended-cas-rate-14-vs-2"
+    "rss-growth-mib", "contended-cas-rate-14-vs-2", "prov-speedup-vs-ofi-shm",
+    "prov-speedup-vs-ofi-tcp", "prov-only-cells-vs-prov-fadd"
 };
 
 int perf_goal_known(const char *name)
@@ -128,10 +141,15 @@ static int perf_goal_once(perf_goals_t *g, perf_api_t api,
     case PERF_API_UCP:
         ret = perf_drv_ucp_init(&drv, g->s, p);
         break;
+    case PERF_API_PROV:
+        ret = perf_drv_ofi_init(&drv, g->s, PERF_GOAL_OFI_PROV, p,
+                                PERF_GOAL_PROV_NAME);
+        break;
     default:
-        provider = perf_drv_ofi_provider_for(g->tl);
+        provider = perf_drv_ofi_provider_for(g->ref_tl ? g->ref_tl : g->tl);
         ret      = (provider == NULL) ? -1 :
-                   perf_drv_ofi_init(&drv, g->s, 0, p, provider);
+                   perf_drv_ofi_init(&drv, g->s, PERF_GOAL_OFI_REF, p,
+                                     provider);
         break;
     }
     if (ret != 0) {
@@ -331,6 +349,7 @@ typedef struct {
     int               at_most;
     double            limit;
     int               invert;      /* judge B / A instead (faster than) */
+    unsigned          repeats;     /* confirmation pairs; 0: the default */
 } perf_sweep_t;
 
 static void perf_goal_sweep(perf_goals_t *g, const char *name,
@@ -364,7 +383,8 @@ static void perf_goal_sweep(perf_goals_t *g, const char *name,
         bad   = sw->at_most ? (ratio > sw->limit) : (ratio < sw->limit);
         if (bad) { /* confirm: the median ratio of interleaved pairs */
             if (perf_goal_pair(g, sw->api_a, &pa, sw->api_b, &pb,
-                               PERF_GOAL_REPEATS, &a, &b, &ratio) == 0) {
+                               sw->repeats ? sw->repeats : PERF_GOAL_REPEATS,
+                               &a, &b, &ratio) == 0) {
                 ratio = sw->invert ? 1.0 / ratio : ratio;
             } else {
                 ratio = sw->invert ? b / a : a / b;
@@ -715,6 +735,165 @@ static void perf_goal_contention(perf_goals_t *g)
                   lost ? 0 : best[1] / best[0], 0, 1.0, detail);
 }
 
+/* ------------------------------------------------------------------------ */
+/* This project's libfabric provider                                         */
+
+/* The datatypes the prov-speedup goals sweep (every op and family of each):
+ * one of each class libfabric's util atomics have, 4- and 8-byte integer,
+ * floating point, complex. */
+static int perf_filter_prov_rep(perf_goals_t *g, const perf_row_t *row)
+{
+    int dt = row->cell.datatype;
+
+    return (dt == FI_INT32) || (dt == FI_UINT64) || (dt == FI_DOUBLE) ||
+           (dt == FI_FLOAT_COMPLEX);
+}
+
+/* Whether the transport's reference provider has the cell: 1 it has, 0 it
+ * lacks it, -1 it cannot be opened. */
+static int perf_goal_ref_has(perf_goals_t *g, const perf_cell_t *cell)
+{
+    const char *provider = perf_drv_ofi_provider_for(g->ref_tl);
+    perf_driver_t drv;
+    perf_params_t p;
+    int ret;
+
+    if (provider == NULL) {
+        return -1;
+    }
+    perf_goal_params(g, cell, 1, 1, 1, &p);
+    ret = perf_drv_ofi_init(&drv, g->s, PERF_GOAL_OFI_REF, &p, provider);
+    if (ret == 0) {
+        drv.cleanup(drv.arg);
+        return 1;
+    }
+    return (ret == -1) ? 0 : -1;
+}
+
+/*
+ * prov-speedup-vs-ofi-shm / -tcp: the reference provider's latency over
+ * this provider's, cell by cell, on the cells both have (of the datatypes
+ * perf_filter_prov_rep keeps): >= 2 on shared memory, >= 1 over tcp.
+ * prov-only-cells-vs-prov-fadd: every cell the reference lacks, its
+ * latency through this provider over this provider's own fetch-add (u64):
+ * <= 2.
+ */
+static void perf_goals_prov_sweeps(perf_goals_t *g, int shm)
+{
+    static perf_cell_t cells[FIATOMIC_REF_DATATYPE_COUNT *
+                             FIATOMIC_REF_OP_COUNT * FIATOMIC_FAMILY_LAST];
+    static perf_cell_t only[FIATOMIC_REF_DATATYPE_COUNT *
+                            FIATOMIC_REF_OP_COUNT * FIATOMIC_FAMILY_LAST];
+    const char *name = shm ? "prov-speedup-vs-ofi-shm" :
+                             "prov-speedup-vs-ofi-tcp";
+    unsigned n, n_only = 0, i;
+    perf_sweep_t sw;
+    int has;
+
+    memset(&sw, 0, sizeof(sw));
+    sw.window  = 1;
+    sw.iters   = g->iters;
+    sw.repeats = PERF_GOAL_PROV_REPEATS;
+
+    if (perf_goal_wanted(g, name)) {
+        n = perf_goal_cells(g, perf_filter_prov_rep, cells,
+                            sizeof(cells) / sizeof(cells[0]));
+        sw.api_a   = PERF_API_PROV;
+        sw.api_b   = PERF_API_OFI;
+        sw.at_most = 0;
+        sw.limit   = shm ? 2.0 : 1.0;
+        sw.invert  = 1; /* speed-up = libfabric's time / the provider's */
+        perf_goal_sweep(g, name, shm ?
+                        "libfabric shm latency / fiatomic provider" :
+                        "tcp;ofi_rxm latency / fiatomic provider", &sw,
+                        cells, n);
+    }
+
+    if (!perf_goal_wanted(g, "prov-only-cells-vs-prov-fadd")) {
+        return;
+    }
+    n = perf_goal_cells(g, perf_filter_all, cells,
+                        sizeof(cells) / sizeof(cells[0]));
+    for (i = 0; i < n; ++i) {
+        has = perf_goal_ref_has(g, &cells[i]);
+        if (has < 0) {
+            printf("GOAL %-27s %-6s not measured (libfabric's %s cannot be "
+                   "opened)\n", "prov-only-cells-vs-prov-fadd", g->tl,
+                   perf_drv_ofi_provider_for(g->ref_tl));
+            return;
+        }
+        if (!has) {
+            only[n_only++] = cells[i];
+        }
+    }
+    sw.api_a    = PERF_API_PROV;
+    sw.api_b    = PERF_API_PROV;
+    sw.ref_cell = &perf_goal_fadd;
+    sw.at_most  = 1;
+    sw.limit    = 2.0;
+    sw.invert   = 0;
+    perf_goal_sweep(g, "prov-only-cells-vs-prov-fadd",
+                    "cells only it has: latency / its fetch-add", &sw, only,
+                    n_only);
+}
+
+/* The prov- goals of transport tl, in a session of their own: the provider
+ * connects by socket address, so its UCX_TLS has tcp beside a shared-memory
+ * transport (fi_fiatomic(7)). */
+static int perf_goals_prov(const perf_opts_t *o, const char *tl, int shm,
+                           perf_goals_t *g)
+{
+    char tls[128];
+    perf_session_t s;
+    perf_params_t p;
+    perf_result_t res;
+    double fadd;
+
+    /* named, or with every goal when there is a provider path to find
+     * it in (it is no part of libfabric's own) */
+    if (((o->num_goal_names == 0) &&
+         (!o->baseline_ofi || (getenv("FI_PROVIDER_PATH") == NULL))) ||
+        !perf_drv_ofi_available() ||
+        (!perf_goal_wanted(g, shm ? "prov-speedup-vs-ofi-shm" :
+                                    "prov-speedup-vs-ofi-tcp") &&
+         !perf_goal_wanted(g, "prov-only-cells-vs-prov-fadd"))) {
+        return 0;
+    }
+    snprintf(tls, sizeof(tls), "%s%s", tl,
+             (strstr(tl, "tcp") != NULL) ? "" : ",self,tcp");
+    if (setenv("UCX_TLS", tls, 1) || perf_session_open(&s, o)) {
+        fprintf(stderr, PERF_NAME ": cannot run over %s\n", tls);
+        return -1;
+    }
+    g->s      = &s;
+    g->ref_tl = tl;
+    /* the provider's calls take microseconds on both transports */
+    g->iters  = o->params.iters / 5;
+    g->warmup = g->iters / 10;
+    printf("\n=== goals of the libfabric provider '%s' over %s (UCX_TLS=%s):"
+           " %zu calls per latency measurement ===\n", PERF_GOAL_PROV_NAME,
+           tl, tls, g->iters);
+
+    perf_goal_params(g, &perf_goal_fadd, 1, 1, g->iters, &p);
+    if (perf_goal_once(g, PERF_API_PROV, &p, &res)) {
+        printf("GOAL %-27s %-6s not measured (the libfabric provider '%s' "
+               "cannot be opened: FI_PROVIDER_PATH?)\n",
+               shm ? "prov-speedup-vs-ofi-shm" : "prov-speedup-vs-ofi-tcp",
+               g->tl, PERF_GOAL_PROV_NAME);
+    } else {
+        fadd = res.lat_typical;
+        if (perf_goal_once(g, PERF_API_OFI, &p, &res) == 0) {
+            printf("       %-6s fetch-add (u64): provider %s %.3f us, "
+                   "libfabric %s %.3f us\n", g->tl, PERF_GOAL_PROV_NAME,
+                   fadd, perf_drv_ofi_provider_for(tl), res.lat_typical);
+        }
+        perf_goals_prov_sweeps(g, shm);
+    }
+    perf_session_close(&s);
+    g->ref_tl = NULL;
+    return 0;
+}
+
 static int perf_goals_transport(const perf_opts_t *o, const char *tl,
                                 perf_goals_t *g)
 {
@@ -757,7 +936,8 @@ static int perf_goals_transport(const perf_opts_t *o, const char *tl,
     }
 
     perf_session_close(&s);
-    return 0;
+    g->s = NULL;
+    return perf_goals_prov(o, tl, shm, g);
 }
 
 int perf_goals_run(const perf_opts_t *o)

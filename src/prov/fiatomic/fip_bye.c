@@ -1,0 +1,188 @@
+/**
+ * The closing handshake: before a domain closes the connections peers made
+ * to it, it tells each peer (FIP_AM_BYE, on that connection) and waits,
+ * bounded, for the peer's answer (FIP_AM_BYE_ACK). A peer answers from its
+ * active message handler, which runs after the handlers of everything this
+ * domain sent before on the same lane, the transport's acknowledgements of
+ * the peer's atomics and writes included. Without it, over shared memory a
+ * peer learnt that the connection was gone (from the connection manager,
+ * out of band) before it had read those acknowledgements, and failed
+ * operations that had been done: a peer that closes its domain the moment
+ * it sees the data (Sandia OpenSHMEM's last barrier) made the initiator's
+ * last atomics fail. Over tcp the disconnect comes after the data on the
+ * same stream. Both messages are exact, checked, and an answer is counted
+ * once per connection asked; a connection that fails meanwhile (its peer
+ * closed or died) is not waited for, and a peer that does not answer in
+ * time (not progressing) leaves the close to go on.
+ */
+#include "fip.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define FIP_BYE_MAGIC      0x66697042u /* "fipB" */
+#define FIP_BYE_TIMEOUT_MS 1000
+
+typedef struct fip_bye_msg {
+    uint32_t magic;
+    uint32_t index;    /* the connection's, at the side that closes */
+} fip_bye_msg_t;
+
+/* a message on its way, and who sent it */
+typedef struct fip_bye_send {
+    fip_bye_msg_t msg;
+    fip_domain_t  *domain;
+    unsigned      am_id;
+} fip_bye_send_t;
+
+/* a connection asked that will not answer: not waited for */
+void fip_bye_gone(fip_domain_t *domain, size_t index)
+{
+    if ((domain->bye_asked != NULL) && (index < domain->bye_count) &&
+        (domain->bye_asked[index] == 1)) {
+        domain->bye_asked[index] = 2;
+        ++domain->bye_acks;
+    }
+}
+
+static void fip_bye_send_done(void *request, ucs_status_t status,
+                              void *user_data)
+{
+    fip_bye_send_t *send = user_data;
+
+    if ((status != UCS_OK) && (send->am_id == FIP_AM_BYE)) {
+        fip_bye_gone(send->domain, send->msg.index);
+    }
+    free(send);
+    ucp_request_free(request);
+}
+
+/* 0 if sent or on its way */
+static int fip_bye_send(fip_domain_t *domain, ucp_ep_h ep, unsigned am_id,
+                        uint32_t index, uint32_t flags)
+{
+    ucp_request_param_t param = {0};
+    fip_bye_send_t *send      = malloc(sizeof(*send));
+    fip_bye_msg_t *msg;
+    ucs_status_ptr_t req;
+
+    if (send == NULL) {
+        return -1;
+    }
+    send->domain       = domain;
+    send->am_id        = am_id;
+    msg                = &send->msg;
+    msg->magic         = FIP_BYE_MAGIC;
+    msg->index         = index;
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                         UCP_OP_ATTR_FIELD_USER_DATA |
+                         UCP_OP_ATTR_FIELD_FLAGS;
+    param.cb.send      = fip_bye_send_done;
+    param.user_data    = send;
+    param.flags        = flags;
+    req = ucp_am_send_nbx(ep, am_id, msg, sizeof(*msg), NULL, 0, &param);
+    if (UCS_PTR_IS_ERR(req)) {
+        free(send);
+        return -1;
+    }
+    if (req == NULL) {
+        free(send);
+    }
+    return 0;
+}
+
+/* exactly a message, with the magic word */
+static int fip_bye_parse(const void *header, size_t header_length,
+                         size_t length, fip_bye_msg_t *msg)
+{
+    if ((header_length != sizeof(*msg)) || (length != 0)) {
+        return -1;
+    }
+    memcpy(msg, header, sizeof(*msg));
+    return (msg->magic == FIP_BYE_MAGIC) ? 0 : -1;
+}
+
+/* a peer closes: answer on the connection it asked on */
+static ucs_status_t fip_bye_handler(void *arg, const void *header,
+                                    size_t header_length, void *data,
+                                    size_t length,
+                                    const ucp_am_recv_param_t *param)
+{
+    fip_bye_msg_t msg;
+
+    if ((fip_bye_parse(header, header_length, length, &msg) == 0) &&
+        (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
+        (void)fip_bye_send(arg, param->reply_ep, FIP_AM_BYE_ACK, msg.index,
+                           0);
+    }
+    return UCS_OK;
+}
+
+/* a peer's answer: counted once per connection asked, while asking (the
+ * handshake's state changes only in this thread's progress) */
+static ucs_status_t fip_bye_ack_handler(void *arg, const void *header,
+                                        size_t header_length, void *data,
+                                        size_t length,
+                                        const ucp_am_recv_param_t *param)
+{
+    fip_domain_t *domain = arg;
+    fip_bye_msg_t msg;
+
+    if (fip_bye_parse(header, header_length, length, &msg) == 0) {
+        fip_bye_gone(domain, msg.index);
+    }
+    return UCS_OK;
+}
+
+static int fip_bye_handler_set(fip_domain_t *domain, unsigned id,
+                               ucp_am_recv_callback_t cb)
+{
+    ucp_am_handler_param_t param = {0};
+
+    param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
+                       UCP_AM_HANDLER_PARAM_FIELD_CB |
+                       UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    param.id         = id;
+    param.cb         = cb;
+    param.arg        = domain;
+    return (ucp_worker_set_am_recv_handler(domain->ucp_worker, &param) ==
+            UCS_OK) ? 0 : -FI_EOTHER;
+}
+
+int fip_bye_init(fip_domain_t *domain)
+{
+    int ret = fip_bye_handler_set(domain, FIP_AM_BYE, fip_bye_handler);
+
+    return (ret != 0) ? ret :
+           fip_bye_handler_set(domain, FIP_AM_BYE_ACK, fip_bye_ack_handler);
+}
+
+void fip_bye_accepted(fip_domain_t *domain)
+{
+    int64_t deadline = fip_wait_deadline(FIP_BYE_TIMEOUT_MS);
+    size_t i, asked = 0;
+
+    if (domain->accepted_count == 0) {
+        return;
+    }
+    /* the progress thread is stopped: only this thread runs the handlers */
+    domain->bye_asked = calloc(domain->accepted_count, 1);
+    if (domain->bye_asked == NULL) {
+        return;
+    }
+    domain->bye_count = domain->accepted_count;
+    domain->bye_acks  = 0;
+    for (i = 0; i < domain->accepted_count; ++i) {
+        if (fip_bye_send(domain, domain->accepted[i], FIP_AM_BYE,
+                         (uint32_t)i, UCP_AM_SEND_FLAG_REPLY) == 0) {
+            domain->bye_asked[i] = 1;
+            ++asked;
+        }
+    }
+    while ((domain->bye_acks < asked) && (fip_now_ns() < deadline)) {
+        fip_domain_worker_progress(domain);
+    }
+    free(domain->bye_asked);
+    domain->bye_asked = NULL;
+    domain->bye_count = 0;
+}
