@@ -209,7 +209,10 @@ elif [ $sos_built -eq 1 ]; then
         read -r sos_tls sos_config sos_np sos_tests <<< "$sos_run"
         sos_log=$logdir/sos-$sos_tls-$sos_config-np$sos_np.log
         # shellcheck disable=SC2086 # sos_tests: empty or one word
-        UCX_TLS=$sos_tls ATOMICX_FI_PROVIDER_PATH=$sos_prov \
+        # over posix,self,tcp every process's atomics go over shared memory
+        sos_lane=
+        [ "${sos_tls%%,*}" != posix ] || sos_lane=posix/memory
+        UCX_TLS=$sos_tls ATOMICX_FI_PROVIDER_PATH=$sos_prov SOS_AMO_LANE=$sos_lane \
             "$top/contrib/sos/run-sos.sh" "$sos_config" fiatomic "$sos_np" \
             $sos_tests > "$sos_log" 2>&1 || fail=1
         tee -a "$logdir/all-tests.log" < "$sos_log" | grep -vE '^PASS: ' || true

@@ -19,7 +19,10 @@
 #   contrib/sos/reference-<config>.txt ("none": no judgement);
 #   SOS_RESULTS a file to append "<np> <test> PASS|FAIL|SKIP|TIMEOUT" lines
 #   to (how contrib/sos/reference-*.txt are made); SOS_LOGS a directory to
-#   keep each test's output in, as <test>.log (else it is removed).
+#   keep each test's output in, as <test>.log (else it is removed);
+#   SOS_AMO_LANE a UCP transport/device ("posix/memory",
+#   "atomicx/rxe0:1"): every process that connects must print an endpoint
+#   configuration with its AMO lane there (UCX_LOG_LEVEL=info is set).
 # Each test's output is checked for UCX ERROR/WARN lines
 # (contrib/ucx-log-check.sh). Each run works in its own temporary directory (the test programs and the
 # build are only read), so runs may go side by side. Exit status: 0 when
@@ -86,6 +89,7 @@ if [ "$provider" = fiatomic ]; then
     export FI_PROVIDER_PATH=$provpath
 fi
 export FI_PROVIDER=$provider SHMEM_OFI_PROVIDER=$provider
+[ -z "${SOS_AMO_LANE:-}" ] || export UCX_LOG_LEVEL=info
 
 reference=${SOS_REFERENCE:-$top/contrib/sos/reference-$config.txt}
 if [ "$reference" != none ] && [ ! -f "$reference" ]; then
@@ -139,6 +143,44 @@ logcheck=0
 for t in $tests; do echo "$work/$t.log"; done | xargs -r \
     "$top/contrib/ucx-log-check.sh" --label "sos-$config-$provider-np$np" ||
     logcheck=1
+
+# SOS_AMO_LANE=<transport/device>: each process of every test that ran and
+# printed UCP endpoint configurations (ep_cfg, UCX_LOG_LEVEL=info, which
+# this sets) printed one with its AMO lane there; a test whose processes
+# printed none made no connection (shmem_global_exit) and is not judged. A
+# provider endpoint connects by socket address: its first configuration has
+# only the tcp device behind the address (atomics emulated over tcp); UCX
+# then wires up every transport and prints the final one.
+pids_of() { grep -oE '^\[[0-9.]+\] \[[^:]+:[0-9]+' | sed 's/.*://' | sort -u; }
+if [ -n "${SOS_AMO_LANE:-}" ]; then
+    lanes_bad=0 judged_lanes=0 unconnected=0
+    for t in $tests; do
+        [ "$(awk -v t="$t" '$1 == t {print $2}' "$work/results")" != SKIP ] || continue
+        cfg=$(grep -E 'UCX  INFO +ep_cfg\[[0-9]+\]:' "$work/$t.log")
+        if [ -z "$cfg" ]; then
+            unconnected=$((unconnected + 1))
+            continue
+        fi
+        judged_lanes=$((judged_lanes + 1))
+        all=$(pids_of <<< "$cfg" | grep -c .)
+        on=$(grep -E " amo\(${SOS_AMO_LANE//./\\.}\)" <<< "$cfg" | pids_of | grep -c .)
+        if [ "$on" -lt "$all" ]; then
+            echo "run-sos: $t: $on of the $all processes that connected printed an AMO lane on $SOS_AMO_LANE:"
+            sed 's/^.*ep_cfg/    | ep_cfg/' <<< "$cfg" | sort | uniq -c | head -5
+            lanes_bad=$((lanes_bad + 1))
+        fi
+    done
+    if [ $judged_lanes -eq 0 ]; then
+        echo "run-sos: no test printed an endpoint configuration"
+        logcheck=1
+    elif [ $lanes_bad -eq 0 ]; then
+        echo "run-sos: AMO lanes on $SOS_AMO_LANE in every process of all $judged_lanes" \
+             "tests that connected ($unconnected did not)"
+    else
+        echo "run-sos: $lanes_bad of $judged_lanes tests had processes without an AMO lane on $SOS_AMO_LANE"
+        logcheck=1
+    fi
+fi
 
 [ "$reference" != none ] || exit $logcheck
 # The reference lists "<np> <test> <result>": every test it passed with
