@@ -98,15 +98,17 @@ void perf_report_table_row(const perf_opts_t *o, const char *transport,
         } else {
             printf(",,,,,,");
         }
+        /* the ratios with significant digits: a fixed 3 decimals wrote a
+         * libfabric provider 10^4 times slower (a loaded machine) as 0 */
         if (row->has_ucp) {
-            printf(",%.4f,%.3f", row->ucp.lat_typical,
+            printf(",%.4f,%.4g", row->ucp.lat_typical,
                    row->fia.lat_typical / row->ucp.lat_typical);
         } else {
             printf(",,");
         }
         for (i = 0; i < perf_row_num_ofi(o); ++i) {
             if (row->has_ofi[i]) {
-                printf(",%.4f,%.3f", row->ofi[i].lat_typical,
+                printf(",%.4f,%.4g", row->ofi[i].lat_typical,
                        row->fia.lat_typical / row->ofi[i].lat_typical);
             } else {
                 printf(",,");
