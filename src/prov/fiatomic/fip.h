@@ -531,6 +531,11 @@ void fip_domain_progress(fip_domain_t *domain);
 /** ucp_worker_progress() of the domain's worker, under its ucp_lock. */
 unsigned fip_domain_worker_progress(fip_domain_t *domain);
 
+/** Register `cb` for active-message id `id` on the domain's worker, the
+ *  domain as its argument (the key service, messages, the close message). */
+int fip_domain_am_handler_set(fip_domain_t *domain, unsigned id,
+                              ucp_am_recv_callback_t cb);
+
 int fip_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
                   struct fid_cntr **cntr_p, void *context);
 
@@ -546,6 +551,10 @@ void fip_cntr_inc(fip_cntr_t *cntr, int error);
 
 /** Sleep slice of a wait between two looks at what it waits for. */
 #define FIP_WAIT_SLICE_NS 1000000L
+
+/** A waitable object's lock, and its condition on the monotonic clock the
+ * waits' deadlines use. */
+void fip_wait_init(pthread_mutex_t *lock, pthread_cond_t *cond);
 
 int64_t fip_now_ns(void);
 

@@ -134,27 +134,12 @@ static ucs_status_t fip_bye_ack_handler(void *arg, const void *header,
     return UCS_OK;
 }
 
-static int fip_bye_handler_set(fip_domain_t *domain, unsigned id,
-                               ucp_am_recv_callback_t cb)
-{
-    ucp_am_handler_param_t param = {0};
-
-    param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
-                       UCP_AM_HANDLER_PARAM_FIELD_CB |
-                       UCP_AM_HANDLER_PARAM_FIELD_ARG;
-    param.id         = id;
-    param.cb         = cb;
-    param.arg        = domain;
-    return (ucp_worker_set_am_recv_handler(domain->ucp_worker, &param) ==
-            UCS_OK) ? 0 : -FI_EOTHER;
-}
-
 int fip_bye_init(fip_domain_t *domain)
 {
-    int ret = fip_bye_handler_set(domain, FIP_AM_BYE, fip_bye_handler);
+    int ret = fip_domain_am_handler_set(domain, FIP_AM_BYE, fip_bye_handler);
 
     return (ret != 0) ? ret :
-           fip_bye_handler_set(domain, FIP_AM_BYE_ACK, fip_bye_ack_handler);
+           fip_domain_am_handler_set(domain, FIP_AM_BYE_ACK, fip_bye_ack_handler);
 }
 
 void fip_bye_accepted(fip_domain_t *domain)

@@ -149,7 +149,6 @@ int fip_cntr_open(struct fid_domain *domain_fid, struct fi_cntr_attr *attr,
 {
     fip_domain_t *domain = fip_container_of(domain_fid, fip_domain_t,
                                             domain_fid);
-    pthread_condattr_t cond_attr;
     fip_cntr_t *cntr;
 
     if (cntr_p == NULL) {
@@ -178,11 +177,7 @@ int fip_cntr_open(struct fid_domain *domain_fid, struct fi_cntr_attr *attr,
     if (cntr == NULL) {
         return -FI_ENOMEM;
     }
-    pthread_mutex_init(&cntr->lock, NULL);
-    pthread_condattr_init(&cond_attr);
-    pthread_condattr_setclock(&cond_attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&cntr->cond, &cond_attr);
-    pthread_condattr_destroy(&cond_attr);
+    fip_wait_init(&cntr->lock, &cntr->cond);
 
     cntr->domain                = domain;
     cntr->cntr_fid.fid.fclass   = FI_CLASS_CNTR;

@@ -271,7 +271,6 @@ int fip_cq_open(struct fid_domain *domain_fid, struct fi_cq_attr *attr,
 {
     fip_domain_t *domain = fip_container_of(domain_fid, fip_domain_t,
                                             domain_fid);
-    pthread_condattr_t cond_attr;
     fip_cq_t *cq;
 
     if ((attr == NULL) || (cq_p == NULL)) {
@@ -317,11 +316,7 @@ int fip_cq_open(struct fid_domain *domain_fid, struct fi_cq_attr *attr,
     if (cq == NULL) {
         return -FI_ENOMEM;
     }
-    pthread_mutex_init(&cq->lock, NULL);
-    pthread_condattr_init(&cond_attr);
-    pthread_condattr_setclock(&cond_attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&cq->cond, &cond_attr);
-    pthread_condattr_destroy(&cond_attr);
+    fip_wait_init(&cq->lock, &cq->cond);
 
     cq->domain            = domain;
     cq->format            = attr->format;

@@ -201,6 +201,21 @@ static uint64_t fip_domain_mr_mode(int mr_mode)
     return FIP_MR_MODE_PROGRAM;
 }
 
+int fip_domain_am_handler_set(fip_domain_t *domain, unsigned id,
+                              ucp_am_recv_callback_t cb)
+{
+    ucp_am_handler_param_t param = {0};
+
+    param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
+                       UCP_AM_HANDLER_PARAM_FIELD_CB |
+                       UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    param.id         = id;
+    param.cb         = cb;
+    param.arg        = domain;
+    return (ucp_worker_set_am_recv_handler(domain->ucp_worker, &param) ==
+            UCS_OK) ? 0 : -FI_EOTHER;
+}
+
 static int fip_domain_ucp_open(fip_domain_t *domain)
 {
     ucp_params_t ucp_params           = {0};

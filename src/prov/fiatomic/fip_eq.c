@@ -240,7 +240,6 @@ int fip_eq_open(struct fid_fabric *fabric_fid, struct fi_eq_attr *attr,
 {
     fip_fabric_t *fabric = fip_container_of(fabric_fid, fip_fabric_t,
                                             fabric_fid);
-    pthread_condattr_t cond_attr;
     fip_eq_t *eq;
 
     if ((attr == NULL) || (eq_p == NULL)) {
@@ -271,11 +270,7 @@ int fip_eq_open(struct fid_fabric *fabric_fid, struct fi_eq_attr *attr,
     if (eq == NULL) {
         return -FI_ENOMEM;
     }
-    pthread_mutex_init(&eq->lock, NULL);
-    pthread_condattr_init(&cond_attr);
-    pthread_condattr_setclock(&cond_attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&eq->cond, &cond_attr);
-    pthread_condattr_destroy(&cond_attr);
+    fip_wait_init(&eq->lock, &eq->cond);
 
     eq->fabric   = fabric;
     eq->wait_obj = attr->wait_obj;

@@ -191,30 +191,15 @@ static ucs_status_t fip_key_rep_handler(void *arg, const void *header,
     return UCS_OK;
 }
 
-static int fip_key_handler_set(fip_domain_t *domain, unsigned id,
-                               ucp_am_recv_callback_t cb)
-{
-    ucp_am_handler_param_t param = {0};
-
-    param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
-                       UCP_AM_HANDLER_PARAM_FIELD_CB |
-                       UCP_AM_HANDLER_PARAM_FIELD_ARG;
-    param.id         = id;
-    param.cb         = cb;
-    param.arg        = domain;
-    return (ucp_worker_set_am_recv_handler(domain->ucp_worker, &param) ==
-            UCS_OK) ? 0 : -FI_EOTHER;
-}
-
 int fip_key_service_init(fip_domain_t *domain)
 {
     int ret;
 
-    ret = fip_key_handler_set(domain, FIP_AM_KEY_REQ, fip_key_req_handler);
+    ret = fip_domain_am_handler_set(domain, FIP_AM_KEY_REQ, fip_key_req_handler);
     if (ret != 0) {
         return ret;
     }
-    return fip_key_handler_set(domain, FIP_AM_KEY_REP, fip_key_rep_handler);
+    return fip_domain_am_handler_set(domain, FIP_AM_KEY_REP, fip_key_rep_handler);
 }
 
 static void fip_key_wait_remove(fip_domain_t *domain, fip_key_wait_t *wait)

@@ -485,16 +485,7 @@ void fip_msg_cleanup(fip_domain_t *domain)
 
 int fip_msg_init(fip_domain_t *domain)
 {
-    ucp_am_handler_param_t param = {0};
-
-    param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
-                       UCP_AM_HANDLER_PARAM_FIELD_CB |
-                       UCP_AM_HANDLER_PARAM_FIELD_ARG;
-    param.id         = FIP_AM_MSG;
-    param.cb         = fip_msg_handler;
-    param.arg        = domain;
-    return (ucp_worker_set_am_recv_handler(domain->ucp_worker, &param) ==
-            UCS_OK) ? 0 : -FI_EOTHER;
+    return fip_domain_am_handler_set(domain, FIP_AM_MSG, fip_msg_handler);
 }
 
 void fip_msg_ep_add(fip_ep_t *ep)

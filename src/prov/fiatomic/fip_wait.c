@@ -1,13 +1,25 @@
 /**
- * The bounded wait that completion queues (fi_cq_sread) and counters
- * (fi_cntr_wait) share: a deadline from the program's timeout, and sleeps
- * of at most FIP_WAIT_SLICE_NS on the object's condition variable, so that
- * between two slices the caller looks again and, under manual progress,
- * progresses the domain.
+ * The bounded wait that completion queues (fi_cq_sread), counters
+ * (fi_cntr_wait) and event queues (fi_eq_sread) share: a deadline from the
+ * program's timeout, and sleeps of at most FIP_WAIT_SLICE_NS on the
+ * object's condition variable, so that between two slices the caller looks
+ * again and, under manual progress, progresses the domain.
  */
 #include "fip.h"
 
 #include <time.h>
+
+void fip_wait_init(pthread_mutex_t *lock, pthread_cond_t *cond)
+{
+    pthread_condattr_t cond_attr;
+
+    pthread_mutex_init(lock, NULL);
+    /* the clock fip_wait_slice's deadlines are on */
+    pthread_condattr_init(&cond_attr);
+    pthread_condattr_setclock(&cond_attr, CLOCK_MONOTONIC);
+    pthread_cond_init(cond, &cond_attr);
+    pthread_condattr_destroy(&cond_attr);
+}
 
 int64_t fip_now_ns(void)
 {
