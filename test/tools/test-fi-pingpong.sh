@@ -57,7 +57,11 @@ pingpong() {
     local tls=$1 size=$2 port srv srv_rc cli_rc
     local args=(-p fiatomic -e rdm -I "$iters" -S "$size" -c)
 
-    port=$((20000 + RANDOM % 30000))
+    # below the kernel's ephemeral ports (32768 up), and free
+    port=$((20000 + RANDOM % 12000))
+    while listening "$port"; do
+        port=$((20000 + RANDOM % 12000))
+    done
     UCX_TLS=$tls timeout 60 fi_pingpong "${args[@]}" -B "$port" \
         > "$test_tmp/srv" 2>&1 &
     srv=$!

@@ -104,8 +104,10 @@ typedef struct fip_domain {
     ucp_ep_h           *accepted;    /* under conn_lock */
     size_t             accepted_count;
     pthread_mutex_t    conn_lock;
-    /* the closing handshake (fip_bye.c), at close only: per accepted
-     * connection 1 asked, 2 answered */
+    /* the closing handshake (fip_bye.c), at close only: the connections
+     * asked (those this domain made, then those peers made to it), per
+     * connection 1 asked, 2 answered or gone */
+    ucp_ep_h           *bye_eps;
     uint8_t            *bye_asked;
     size_t             bye_count;
     size_t             bye_acks;
@@ -586,11 +588,12 @@ int fip_wait_slice(pthread_mutex_t *lock, pthread_cond_t *cond,
 #define FIP_AM_BYE             1013
 #define FIP_AM_BYE_ACK         1014
 
-/* fip_bye.c: before a domain closes the connections peers made to it,
- * each peer answers a message on it, bounded */
+/* fip_bye.c: before a domain closes its connections (those it made and
+ * those peers made to it), the peer answers a message on each, bounded */
 int fip_bye_init(fip_domain_t *domain);
-void fip_bye_accepted(fip_domain_t *domain);
-void fip_bye_gone(fip_domain_t *domain, size_t index);
+void fip_bye_all(fip_domain_t *domain);
+/* a connection's peer failed: not waited for (the closing thread only) */
+void fip_bye_ep_gone(fip_domain_t *domain, ucp_ep_h ep);
 
 /** A peer's key resolved: what libfiatomic takes, and where the remote
  *  addresses the program gives fall. */
@@ -608,6 +611,7 @@ typedef struct fip_rkey {
 
 struct fip_peer {
     fip_peer_t         *next;
+    fip_domain_t       *domain;     /* the peer's failure tells it */
     uint32_t           ipv4;
     uint16_t           port;
     ucp_ep_h           ucp_ep;

@@ -1,19 +1,23 @@
 /**
- * The closing handshake: before a domain closes the connections peers made
- * to it, it tells each peer (FIP_AM_BYE, on that connection) and waits,
- * bounded, for the peer's answer (FIP_AM_BYE_ACK). A peer answers from its
- * active message handler, which runs after the handlers of everything this
- * domain sent before on the same lane, the transport's acknowledgements of
- * the peer's atomics and writes included. Without it, over shared memory a
- * peer learnt that the connection was gone (from the connection manager,
- * out of band) before it had read those acknowledgements, and failed
- * operations that had been done: a peer that closes its domain the moment
- * it sees the data (Sandia OpenSHMEM's last barrier) made the initiator's
- * last atomics fail. Over tcp the disconnect comes after the data on the
- * same stream. Both messages are exact, checked, and an answer is counted
- * once per connection asked; a connection that fails meanwhile (its peer
- * closed or died) is not waited for, and a peer that does not answer in
- * time (not progressing) leaves the close to go on.
+ * The closing handshake: before a domain closes its connections, those it
+ * made and those peers made to it, it tells the peer on each (FIP_AM_BYE)
+ * and waits, bounded, for the peer's answer (FIP_AM_BYE_ACK). A peer
+ * answers from its active message handler, which runs after the handlers
+ * of everything this domain sent before on the same lane: its messages,
+ * and the transport's acknowledgements of the peer's atomics and writes.
+ * Without it, over shared memory a peer learnt that the connection was
+ * gone (from the connection manager, out of band) before it had read what
+ * was already in its queue, and UCP dropped that: on a connection a peer
+ * made, the acknowledgements, so that a peer closing its domain the moment
+ * it saw the data (Sandia OpenSHMEM's last barrier) made the initiator's
+ * last atomics fail; on a connection this domain made, its last messages,
+ * so that a program that closed once its last send completed (libfabric's
+ * fi_pingpong) left its peer waiting for that message forever. Over tcp
+ * the disconnect comes after the data on the same stream. Both messages
+ * are exact, checked, and an answer is counted once per connection asked;
+ * a connection whose peer is known failed is not asked, one that fails
+ * meanwhile (its peer closed or died) is not waited for, and a peer that
+ * does not answer in time (not progressing) leaves the close to go on.
  */
 #include "fip.h"
 
@@ -35,13 +39,29 @@ typedef struct fip_bye_send {
     unsigned      am_id;
 } fip_bye_send_t;
 
-/* a connection asked that will not answer: not waited for */
-void fip_bye_gone(fip_domain_t *domain, size_t index)
+/* a connection asked that will not answer, or need not: not waited for */
+static void fip_bye_gone(fip_domain_t *domain, size_t index)
 {
     if ((domain->bye_asked != NULL) && (index < domain->bye_count) &&
         (domain->bye_asked[index] == 1)) {
         domain->bye_asked[index] = 2;
         ++domain->bye_acks;
+    }
+}
+
+void fip_bye_ep_gone(fip_domain_t *domain, ucp_ep_h ep)
+{
+    size_t i;
+
+    /* only the closing thread progresses while it asks, so that this runs
+     * there and nowhere else then */
+    if (domain->bye_asked == NULL) {
+        return;
+    }
+    for (i = 0; i < domain->bye_count; ++i) {
+        if (domain->bye_eps[i] == ep) {
+            fip_bye_gone(domain, i);
+        }
     }
 }
 
@@ -102,7 +122,11 @@ static int fip_bye_parse(const void *header, size_t header_length,
     return (msg->magic == FIP_BYE_MAGIC) ? 0 : -1;
 }
 
-/* a peer closes: answer on the connection it asked on */
+/* a peer closes: answer on the connection it asked on. If this domain
+ * closes too, it asks that peer nothing more on the connection: the peer
+ * goes, and what this side sent it there it no longer waits for (its
+ * answer to this side's question may never come: a peer that had its own
+ * answers closes without reading more). */
 static ucs_status_t fip_bye_handler(void *arg, const void *header,
                                     size_t header_length, void *data,
                                     size_t length,
@@ -114,6 +138,7 @@ static ucs_status_t fip_bye_handler(void *arg, const void *header,
         (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
         (void)fip_bye_send(arg, param->reply_ep, FIP_AM_BYE_ACK, msg.index,
                            0);
+        fip_bye_ep_gone(arg, param->reply_ep);
     }
     return UCS_OK;
 }
@@ -142,23 +167,45 @@ int fip_bye_init(fip_domain_t *domain)
            fip_domain_am_handler_set(domain, FIP_AM_BYE_ACK, fip_bye_ack_handler);
 }
 
-void fip_bye_accepted(fip_domain_t *domain)
+/* the connections to ask: those this domain made whose peer is not known
+ * failed, then those peers made to it; their count */
+static size_t fip_bye_collect(fip_domain_t *domain, ucp_ep_h *eps)
+{
+    size_t count = 0;
+    fip_peer_t *peer;
+    size_t i;
+
+    for (peer = domain->peers; peer != NULL; peer = peer->next) {
+        if ((peer->ucp_ep != NULL) &&
+            !__atomic_load_n(&peer->failed, __ATOMIC_ACQUIRE)) {
+            eps[count++] = peer->ucp_ep;
+        }
+    }
+    for (i = 0; i < domain->accepted_count; ++i) {
+        eps[count++] = domain->accepted[i];
+    }
+    return count;
+}
+
+void fip_bye_all(fip_domain_t *domain)
 {
     int64_t deadline = fip_wait_deadline(FIP_BYE_TIMEOUT_MS);
-    size_t i, asked = 0;
+    size_t i, count, asked = 0;
 
-    if (domain->accepted_count == 0) {
+    count = domain->peer_count + domain->accepted_count;
+    if (count == 0) {
         return;
     }
     /* the progress thread is stopped: only this thread runs the handlers */
-    domain->bye_asked = calloc(domain->accepted_count, 1);
-    if (domain->bye_asked == NULL) {
-        return;
+    domain->bye_eps   = calloc(count, sizeof(*domain->bye_eps));
+    domain->bye_asked = calloc(count, 1);
+    if ((domain->bye_eps == NULL) || (domain->bye_asked == NULL)) {
+        goto out;
     }
-    domain->bye_count = domain->accepted_count;
+    domain->bye_count = fip_bye_collect(domain, domain->bye_eps);
     domain->bye_acks  = 0;
-    for (i = 0; i < domain->accepted_count; ++i) {
-        if (fip_bye_send(domain, domain->accepted[i], FIP_AM_BYE,
+    for (i = 0; i < domain->bye_count; ++i) {
+        if (fip_bye_send(domain, domain->bye_eps[i], FIP_AM_BYE,
                          (uint32_t)i, UCP_AM_SEND_FLAG_REPLY) == 0) {
             domain->bye_asked[i] = 1;
             ++asked;
@@ -167,7 +214,10 @@ void fip_bye_accepted(fip_domain_t *domain)
     while ((domain->bye_acks < asked) && (fip_now_ns() < deadline)) {
         fip_domain_worker_progress(domain);
     }
+out:
     free(domain->bye_asked);
+    free(domain->bye_eps);
     domain->bye_asked = NULL;
+    domain->bye_eps   = NULL;
     domain->bye_count = 0;
 }

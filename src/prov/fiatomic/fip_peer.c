@@ -20,25 +20,16 @@ static void fip_peer_err(void *arg, ucp_ep_h ep, ucs_status_t status)
 
     /* later operations to the peer fail at once */
     __atomic_store_n(&peer->failed, 1, __ATOMIC_RELEASE);
+    /* a closing domain waits no more for its answer (fip_bye.c) */
+    fip_bye_ep_gone(peer->domain, ep);
 }
 
 static void fip_peer_accepted_err(void *arg, ucp_ep_h ep,
                                   ucs_status_t status)
 {
-    fip_domain_t *domain = arg;
-    size_t i;
-
-    /* the peer went away: its endpoint is closed with the domain; a
-     * closing domain waits no more for its answer (fip_bye.c), and only
-     * its closing thread progresses then, which is where this runs */
-    if (domain->bye_asked == NULL) {
-        return;
-    }
-    for (i = 0; i < domain->bye_count; ++i) {
-        if (domain->accepted[i] == ep) {
-            fip_bye_gone(domain, i);
-        }
-    }
+    /* the peer went away: its endpoint is closed with the domain, which
+     * waits no more for its answer if it is closing */
+    fip_bye_ep_gone(arg, ep);
 }
 
 void fip_peer_accept(fip_domain_t *domain, ucp_conn_request_h request)
@@ -229,8 +220,9 @@ int fip_peer_get(fip_domain_t *domain, const fip_addr_t *addr,
             pthread_mutex_unlock(&domain->peer_lock);
             return -FI_ENOMEM;
         }
-        peer->ipv4 = addr->ipv4;
-        peer->port = addr->port;
+        peer->domain = domain;
+        peer->ipv4   = addr->ipv4;
+        peer->port   = addr->port;
         ret        = fip_peer_connect(domain, peer);
         if (ret != 0) {
             pthread_mutex_unlock(&domain->peer_lock);
@@ -365,13 +357,14 @@ void fip_peer_close_all(fip_domain_t *domain)
     fip_peer_t *peer;
     size_t i;
 
+    /* the peers have read what this side sent them, on every connection,
+     * before it goes */
+    fip_bye_all(domain);
     while ((peer = domain->peers) != NULL) {
         domain->peers = peer->next;
         fip_peer_free(domain, peer);
     }
     domain->peer_count = 0;
-    /* the peers have read what this side sent them before it goes */
-    fip_bye_accepted(domain);
     for (i = 0; i < domain->accepted_count; ++i) {
         fip_peer_ucp_close(domain, domain->accepted[i]);
     }

@@ -166,6 +166,19 @@ void peer::echo_start(uint64_t n, uint64_t size,
     ASSERT_TRUE(send_msg(m_to, msg.data(), msg.size()));
 }
 
+void peer::send_and_leave(uint64_t n, uint64_t size,
+                          const std::vector<uint8_t> &to)
+{
+    std::vector<uint8_t> msg(16 + to.size());
+    char cmd = 'L';
+
+    memcpy(msg.data(), &n, 8);
+    memcpy(msg.data() + 8, &size, 8);
+    memcpy(msg.data() + 16, to.data(), to.size());
+    ASSERT_TRUE(io_full(m_to, &cmd, 1, true));
+    ASSERT_TRUE(send_msg(m_to, msg.data(), msg.size()));
+}
+
 int peer::echo_wait(struct fid_cntr *progress)
 {
     std::vector<uint8_t> reply;
@@ -452,6 +465,40 @@ int peer_echo(peer_state *s, uint64_t n, uint64_t size, const void *to,
     return 0;
 }
 
+/* send n messages to `to` and wait for their send completions */
+int peer_send_all(peer_state *s, uint64_t n, uint64_t size, const void *to,
+                  size_t to_len)
+{
+    std::vector<std::vector<uint8_t>> bufs(n);
+    struct fi_cq_data_entry e;
+    fi_addr_t dest;
+    ssize_t ret;
+
+    if (fi_av_insert(s->o.av, to, 1, &dest, 0, NULL) != 1) {
+        return 22;
+    }
+    for (uint64_t i = 0; i < n; ++i) {
+        bufs[i].resize(size);
+        for (uint64_t k = 0; k < size; ++k) {
+            bufs[i][k] = pattern_byte(i, k);
+        }
+        do {
+            ret = fi_send(s->o.ep, bufs[i].data(), size, NULL, dest,
+                          &bufs[i]);
+        } while (ret == -FI_EAGAIN);
+        if (ret != 0) {
+            return 25;
+        }
+    }
+    for (uint64_t i = 0; i < n; ++i) {
+        ret = peer_wait_entry(s, FI_SEND, &e);
+        if (ret != 0) {
+            return (int)ret;
+        }
+    }
+    return 0;
+}
+
 int peer_serve(peer_state *s, int in, int out)
 {
     std::vector<uint8_t> msg, reply;
@@ -545,6 +592,16 @@ int peer_serve(peer_state *s, int in, int out)
             reply.assign((uint8_t*)&code, (uint8_t*)&code + 8);
             break;
         }
+        case 'L':
+            /* the messages' sends completed: close and exit at once, as a
+             * program that is done does */
+            memcpy(args, msg.data(), 16);
+            if ((msg.size() <= 16) || (args[1] > ((uint64_t)1 << 20)) ||
+                (args[0] > 1024)) {
+                return 2;
+            }
+            return peer_send_all(s, args[0], args[1], msg.data() + 16,
+                                 msg.size() - 16);
         case 'Q':
             return 0;
         default:

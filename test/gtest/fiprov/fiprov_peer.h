@@ -59,6 +59,12 @@ public:
      *  pipe_timeout_ms, reading `progress` meanwhile: this process's
      *  domain progresses under manual progress too). */
     int echo_wait(struct fid_cntr *progress);
+    /** The peer sends n messages of `size` bytes (pattern_byte(i, k) at
+     *  byte k of message i) to `to`, waits for their send completions,
+     *  then closes its domain and exits at once; returns at once: finish
+     *  with leave_wait(). */
+    void send_and_leave(uint64_t n, uint64_t size,
+                        const std::vector<uint8_t> &to);
 
     /** After leave_when: the peer's exit status (0: saw the value, closed
      *  cleanly), waiting at most pipe_timeout_ms. */
@@ -76,6 +82,12 @@ private:
     int   m_to     = -1;
     int   m_from   = -1;
 };
+
+/** Byte k of message i of send_and_leave. */
+static inline uint8_t pattern_byte(uint64_t i, uint64_t k)
+{
+    return (uint8_t)(i * 31 + k * 7 + 1);
+}
 
 /** How a two-process test runs: transports, progress, key mode. */
 struct peer_param {

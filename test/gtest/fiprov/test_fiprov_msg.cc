@@ -275,6 +275,60 @@ TEST_P(msg2p, unexpected_messages_keep_their_order)
     EXPECT_EQ(0u, fi_cntr_readerr(m_o.rvcntr));
 }
 
+/* A peer that sends messages and closes its domain the moment their sends
+ * complete: every message still arrives, whole. Over shared memory a
+ * message is in this side's queue when its send completes, but this side
+ * may learn that the connection is gone (out of band) before it reads
+ * that queue, and UCP drops what arrives for a connection it knows gone;
+ * this side does not progress meanwhile (manual progress), as a loaded
+ * machine leaves it, while the peer closes. */
+TEST_P(msg2p, messages_sent_before_the_peer_closes_arrive)
+{
+    const uint64_t n = 16, size = 100;
+    std::vector<std::vector<uint8_t>> in(n);
+    std::vector<uint8_t> ping = pattern(8, 3), pong(8);
+    struct fi_cq_data_entry e;
+    struct fi_cq_err_entry err;
+    uint64_t received = 0;
+
+    /* connections both ways first: the peer's sends need no wireup */
+    m_peer.echo_start(1, 64, m_self);
+    ASSERT_EQ(0, fi_recv(m_o.ep, pong.data(), pong.size(), NULL,
+                         FI_ADDR_UNSPEC, &pong));
+    ASSERT_EQ(0, fi_send(m_o.ep, ping.data(), ping.size(), NULL, m_dest,
+                         &ping));
+    ASSERT_EQ(0, m_peer.echo_wait(m_o.rcntr));
+    for (int i = 0; i < 2; ++i) {
+        ASSERT_EQ(1, next_entry(m_o.cq, &e, &err)) << fi_strerror(err.err);
+    }
+
+    for (uint64_t i = 0; i < n; ++i) {
+        in[i].assign(size + 1, 0xee);
+        ASSERT_EQ(0, fi_recv(m_o.ep, in[i].data(), in[i].size(), NULL,
+                             FI_ADDR_UNSPEC, &in[i]));
+    }
+    m_peer.send_and_leave(n, size, m_self);
+    usleep(200000);
+    for (uint64_t i = 0; i < n; ++i) {
+        ssize_t ret = next_entry(m_o.cq, &e, &err);
+
+        ASSERT_EQ(1, ret) << received << " of " << n << " messages arrived; "
+                          << ((ret == -FI_EAVAIL) ? fi_strerror(err.err) :
+                              "then none");
+        ASSERT_EQ(FI_RECV | FI_MSG, e.flags & (FI_RECV | FI_MSG));
+        ASSERT_EQ(size, e.len);
+        /* receives fill in order: receive k holds message k */
+        std::vector<uint8_t> *got = (std::vector<uint8_t>*)e.op_context;
+        size_t k                  = (size_t)(got - in.data());
+        ASSERT_LT(k, n);
+        for (uint64_t b = 0; b < size; ++b) {
+            ASSERT_EQ(pattern_byte(k, b), (*got)[b]) << k << " " << b;
+        }
+        ++received;
+    }
+    EXPECT_EQ(0, m_peer.leave_wait());
+}
+
 /* a message larger than its receive fills it and completes it in error:
  * FI_ETRUNC, olen the bytes cut off (eager and rendezvous) */
 TEST_P(msg2p, truncation_reports_etrunc_and_olen)
