@@ -153,11 +153,10 @@ void peer::leave_when(size_t offset, uint64_t value)
     ASSERT_TRUE(send_msg(m_to, args, sizeof(args)));
 }
 
-void peer::echo_start(uint64_t n, uint64_t size,
-                      const std::vector<uint8_t> &to)
+void peer::messages_start(char cmd, uint64_t n, uint64_t size,
+                          const std::vector<uint8_t> &to)
 {
     std::vector<uint8_t> msg(16 + to.size());
-    char cmd = 'M';
 
     memcpy(msg.data(), &n, 8);
     memcpy(msg.data() + 8, &size, 8);
@@ -166,17 +165,16 @@ void peer::echo_start(uint64_t n, uint64_t size,
     ASSERT_TRUE(send_msg(m_to, msg.data(), msg.size()));
 }
 
+void peer::echo_start(uint64_t n, uint64_t size,
+                      const std::vector<uint8_t> &to)
+{
+    messages_start('M', n, size, to);
+}
+
 void peer::send_and_leave(uint64_t n, uint64_t size,
                           const std::vector<uint8_t> &to)
 {
-    std::vector<uint8_t> msg(16 + to.size());
-    char cmd = 'L';
-
-    memcpy(msg.data(), &n, 8);
-    memcpy(msg.data() + 8, &size, 8);
-    memcpy(msg.data() + 16, to.data(), to.size());
-    ASSERT_TRUE(io_full(m_to, &cmd, 1, true));
-    ASSERT_TRUE(send_msg(m_to, msg.data(), msg.size()));
+    messages_start('L', n, size, to);
 }
 
 int peer::echo_wait(struct fid_cntr *progress)

@@ -77,6 +77,9 @@ public:
 private:
     void command(char cmd, const void *buf, size_t len,
                  std::vector<uint8_t> *reply);
+    /* a command that takes a count, a size and an fi_getname address */
+    void messages_start(char cmd, uint64_t n, uint64_t size,
+                        const std::vector<uint8_t> &to);
 
     pid_t m_pid    = -1;
     int   m_to     = -1;
