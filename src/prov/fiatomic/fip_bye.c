@@ -164,7 +164,8 @@ int fip_bye_init(fip_domain_t *domain)
     int ret = fip_domain_am_handler_set(domain, FIP_AM_BYE, fip_bye_handler);
 
     return (ret != 0) ? ret :
-           fip_domain_am_handler_set(domain, FIP_AM_BYE_ACK, fip_bye_ack_handler);
+           fip_domain_am_handler_set(domain, FIP_AM_BYE_ACK,
+                                     fip_bye_ack_handler);
 }
 
 /* the connections to ask: those this domain made whose peer is not known

@@ -195,11 +195,13 @@ int fip_key_service_init(fip_domain_t *domain)
 {
     int ret;
 
-    ret = fip_domain_am_handler_set(domain, FIP_AM_KEY_REQ, fip_key_req_handler);
+    ret = fip_domain_am_handler_set(domain, FIP_AM_KEY_REQ,
+                                    fip_key_req_handler);
     if (ret != 0) {
         return ret;
     }
-    return fip_domain_am_handler_set(domain, FIP_AM_KEY_REP, fip_key_rep_handler);
+    return fip_domain_am_handler_set(domain, FIP_AM_KEY_REP,
+                                     fip_key_rep_handler);
 }
 
 static void fip_key_wait_remove(fip_domain_t *domain, fip_key_wait_t *wait)

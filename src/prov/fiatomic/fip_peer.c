@@ -223,7 +223,7 @@ int fip_peer_get(fip_domain_t *domain, const fip_addr_t *addr,
         peer->domain = domain;
         peer->ipv4   = addr->ipv4;
         peer->port   = addr->port;
-        ret        = fip_peer_connect(domain, peer);
+        ret          = fip_peer_connect(domain, peer);
         if (ret != 0) {
             pthread_mutex_unlock(&domain->peer_lock);
             fip_peer_free(domain, peer);
