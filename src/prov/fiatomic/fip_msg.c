@@ -615,6 +615,38 @@ void fip_msg_ep_cleanup(fip_ep_t *ep)
     }
 }
 
+/* FI_PEEK (fi_tagged(3)): the oldest waiting message the receive matches,
+ * left where it is, reported by an entry with its length, tag and remote CQ
+ * data, else by an FI_ENOMSG error entry; the receive's buffers are not
+ * written and its counter does not count it */
+static void fip_msg_peek(fip_ep_t *ep, fip_msg_queue_t *q, fip_msg_rx_t *rx)
+{
+    fip_op_t *op = &rx->op;
+    fip_msg_ux_t *ux;
+
+    op->cntr   = NULL;
+    op->buf    = NULL;
+    /* its entry is the peek's only answer */
+    op->report = 1;
+    __atomic_add_fetch(&ep->inflight, 1, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&ep->rx_lock);
+    for (ux = q->ux_head; ux != NULL; ux = ux->next) {
+        if (fip_msg_matches(1, rx, ux->tag)) {
+            break;
+        }
+    }
+    if (ux != NULL) {
+        op->len    = ux->len;
+        op->data   = ux->data;
+        op->flags |= ux->flags;
+        op->tag    = ux->tag;
+    } else {
+        op->err = FI_ENOMSG;
+    }
+    pthread_mutex_unlock(&ep->rx_lock);
+    fip_op_complete(op, UCS_OK);
+}
+
 ssize_t fip_msg_recv_post(fip_ep_t *ep, const struct fi_msg *msg,
                           uint64_t flags, int tagged, uint64_t tag,
                           uint64_t ignore)
@@ -632,7 +664,8 @@ ssize_t fip_msg_recv_post(fip_ep_t *ep, const struct fi_msg *msg,
     }
     if ((msg->iov_count > FIP_IOV_LIMIT) ||
         ((msg->iov_count > 0) && (msg->msg_iov == NULL)) ||
-        (flags & (FI_MULTI_RECV | FI_PEEK | FI_CLAIM | FI_DISCARD))) {
+        (flags & (FI_MULTI_RECV | FI_CLAIM | FI_DISCARD)) ||
+        ((flags & FI_PEEK) && !tagged)) {
         return -FI_EINVAL;
     }
     for (i = 0; i < msg->iov_count; ++i) {
@@ -666,6 +699,10 @@ ssize_t fip_msg_recv_post(fip_ep_t *ep, const struct fi_msg *msg,
     }
 
     q = &ep->queues[tagged ? FIP_MSG_Q_TAGGED : FIP_MSG_Q_UNTAGGED];
+    if (flags & FI_PEEK) {
+        fip_msg_peek(ep, q, rx);
+        return 0;
+    }
     pthread_mutex_lock(&ep->rx_lock);
     /* the oldest unexpected message it matches, in the order they
      * arrived */

@@ -5,8 +5,9 @@
  * untagged twin of fip_msg.c with a tag: the message carries it, and
  * fip_msg.c matches it to the oldest tagged receive whose tag equals it in
  * the bits the receive does not ignore. The source address of a receive is
- * not looked at (no FI_DIRECTED_RECV), and FI_PEEK, FI_CLAIM and
- * FI_DISCARD are refused (-FI_EINVAL).
+ * not looked at (no FI_DIRECTED_RECV). fi_trecvmsg with FI_PEEK reports
+ * the oldest waiting message the receive matches without taking it (or
+ * FI_ENOMSG); FI_CLAIM and FI_DISCARD are refused (-FI_EINVAL).
  */
 #include "fip.h"
 

@@ -8,9 +8,10 @@
  * receive each message must fill, receives posted before the messages and
  * after them), and truncation (FI_ETRUNC, olen, the tag). In one process,
  * an endpoint sending to itself: tagged and untagged messages never match
- * each other, unexpected tagged messages taken by later receives, input
- * refused (-FI_EINVAL), and endpoints without FI_TAGGED or FI_MSG
- * (-FI_ENOSYS).
+ * each other, unexpected tagged messages taken by later receives, FI_PEEK
+ * (a waiting message's length, tag and data without taking it, else
+ * FI_ENOMSG), input refused (-FI_EINVAL), and endpoints without FI_TAGGED
+ * or FI_MSG (-FI_ENOSYS).
  */
 #include "fiprov_peer.h"
 
@@ -674,6 +675,89 @@ TEST_F(tagged1p, unexpected_tagged_messages_are_taken_by_later_receives)
     EXPECT_EQ(7u, fi_cntr_read(m_o.rvcntr));
 }
 
+/* FI_PEEK reports the oldest waiting message a tagged receive matches,
+ * leaving it there: an entry with its length, tag and remote CQ data and
+ * the peek's context, the peek's buffer untouched and nothing counted; no
+ * such message: an FI_ENOMSG error entry. The message is then received as
+ * if never peeked at. An untagged peek is refused. */
+TEST_F(tagged1p, peek_reports_a_waiting_message_without_taking_it)
+{
+    const uint64_t fence_bit = (uint64_t)1 << 40;
+    char one[5] = "abcd", two[9] = "efghijkl", fence_in[8], peek_buf[16];
+    char got[16] = {};
+    struct fi_cq_tagged_entry e;
+    struct iovec iov = {peek_buf, sizeof(peek_buf)};
+    struct fi_msg_tagged msg = {};
+    int ctx[3];
+
+    open(FI_MSG | FI_TAGGED);
+    memset(peek_buf, 0x5a, sizeof(peek_buf));
+    ASSERT_EQ(0, fi_trecv(m_o.ep, fence_in, sizeof(fence_in), NULL,
+                          FI_ADDR_UNSPEC, fence_bit, 0, fence_in));
+    ASSERT_EQ(0, fi_tinjectdata(m_o.ep, one, 5, 77, m_self, 0x101));
+    ASSERT_EQ(0, fi_tinject(m_o.ep, two, 9, m_self, 0x102));
+    ASSERT_EQ(0, fi_tinject(m_o.ep, one, 1, m_self, fence_bit));
+    ASSERT_EQ((void*)fence_in, next(&e));
+
+    msg.msg_iov   = &iov;
+    msg.iov_count = 1;
+    msg.addr      = FI_ADDR_UNSPEC;
+    /* tag 0x102 exactly: the second message */
+    msg.tag     = 0x102;
+    msg.context = &ctx[0];
+    ASSERT_EQ(0, fi_trecvmsg(m_o.ep, &msg, FI_PEEK));
+    ASSERT_EQ((void*)&ctx[0], next(&e));
+    EXPECT_EQ((uint64_t)(FI_TAGGED | FI_RECV),
+              e.flags & (FI_TAGGED | FI_MSG | FI_RECV | FI_REMOTE_CQ_DATA));
+    EXPECT_EQ(9u, e.len);
+    EXPECT_EQ(0x102u, e.tag);
+    /* any of 0x10x: the oldest, with its data */
+    msg.tag     = 0x100;
+    msg.ignore  = 0xf;
+    msg.context = &ctx[1];
+    ASSERT_EQ(0, fi_trecvmsg(m_o.ep, &msg, FI_PEEK));
+    ASSERT_EQ((void*)&ctx[1], next(&e));
+    EXPECT_EQ(5u, e.len);
+    EXPECT_EQ(0x101u, e.tag);
+    EXPECT_TRUE(e.flags & FI_REMOTE_CQ_DATA);
+    EXPECT_EQ(77u, e.data);
+    /* none of tag 0x103 */
+    msg.tag     = 0x103;
+    msg.ignore  = 0;
+    msg.context = &ctx[2];
+    ASSERT_EQ(0, fi_trecvmsg(m_o.ep, &msg, FI_PEEK));
+    struct fi_cq_err_entry perr;
+    ASSERT_EQ(-FI_EAVAIL, next_entry(m_o.cq, &e, &perr));
+    EXPECT_EQ(FI_ENOMSG, perr.err);
+    EXPECT_EQ((void*)&ctx[2], perr.op_context);
+    EXPECT_EQ((uint64_t)(FI_TAGGED | FI_RECV),
+              perr.flags & (FI_TAGGED | FI_MSG | FI_RECV));
+    for (char c : peek_buf) {
+        ASSERT_EQ(0x5a, c) << "a peek wrote its buffer";
+    }
+    EXPECT_EQ(1u, fi_cntr_read(m_o.rvcntr)) << "a peek was counted";
+    EXPECT_EQ(0u, fi_cntr_readerr(m_o.rvcntr)) << "a peek was counted";
+
+    /* both still wait: received whole */
+    ASSERT_EQ(0, fi_trecv(m_o.ep, got, sizeof(got), NULL, FI_ADDR_UNSPEC,
+                          0x102, 0, got));
+    ASSERT_EQ((void*)got, next(&e));
+    EXPECT_STREQ("efghijkl", got);
+    ASSERT_EQ(0, fi_trecv(m_o.ep, got, sizeof(got), NULL, FI_ADDR_UNSPEC,
+                          0x101, 0, got));
+    ASSERT_EQ((void*)got, next(&e));
+    EXPECT_STREQ("abcd", got);
+    EXPECT_EQ(77u, e.data);
+    EXPECT_EQ(3u, fi_cntr_read(m_o.rvcntr));
+
+    /* FI_PEEK is a tagged flag */
+    struct fi_msg umsg = {};
+    umsg.msg_iov   = &iov;
+    umsg.iov_count = 1;
+    umsg.addr      = FI_ADDR_UNSPEC;
+    EXPECT_EQ(-FI_EINVAL, fi_recvmsg(m_o.ep, &umsg, FI_PEEK));
+}
+
 TEST_F(tagged1p, bad_input_is_refused)
 {
     std::vector<uint8_t> buf(inject_max + 1);
@@ -707,9 +791,9 @@ TEST_F(tagged1p, bad_input_is_refused)
     msg.msg_iov   = iov;
     msg.iov_count = 1;
     msg.addr      = FI_ADDR_UNSPEC;
-    /* not implemented: peeking, claiming, discarding, multi-receive */
-    for (uint64_t flag : {FI_PEEK, FI_CLAIM, FI_DISCARD, FI_MULTI_RECV,
-                          FI_PEEK | FI_CLAIM}) {
+    /* not implemented: claiming, discarding, multi-receive */
+    for (uint64_t flag : {FI_CLAIM, FI_DISCARD, FI_MULTI_RECV,
+                          FI_PEEK | FI_CLAIM, FI_PEEK | FI_DISCARD}) {
         EXPECT_EQ(-FI_EINVAL, fi_trecvmsg(m_o.ep, &msg, flag)) << std::hex
                                                                << flag;
     }
