@@ -8,7 +8,8 @@
  * receive each message must fill, receives posted before the messages and
  * after them), and truncation (FI_ETRUNC, olen, the tag). In one process,
  * an endpoint sending to itself: tagged and untagged messages never match
- * each other, unexpected tagged messages taken by later receives, FI_PEEK
+ * each other, unexpected tagged messages taken by later receives and
+ * capped with the untagged ones (1024 per endpoint together), FI_PEEK
  * (a waiting message's length, tag and data without taking it, else
  * FI_ENOMSG), input refused (-FI_EINVAL), and endpoints without FI_TAGGED
  * or FI_MSG (-FI_ENOSYS).
@@ -31,6 +32,7 @@ namespace {
 /* the provider's limits, as fi_fiatomic(7) states them */
 const size_t msg_max    = (size_t)4 << 20;
 const size_t inject_max = 64;
+const size_t ux_max     = 1024;
 
 std::vector<uint8_t> pattern(size_t len, uint8_t seed)
 {
@@ -673,6 +675,47 @@ TEST_F(tagged1p, unexpected_tagged_messages_are_taken_by_later_receives)
     usleep(20000);
     EXPECT_EQ(-FI_EAGAIN, fi_cq_read(m_o.cq, &e, 1));
     EXPECT_EQ(7u, fi_cntr_read(m_o.rvcntr));
+}
+
+/* the cap on waiting messages counts both kinds together: with untagged
+ * messages filling all but two places, two tagged messages wait and the
+ * next ones are dropped and counted as errors of the FI_RECV counter */
+TEST_F(tagged1p, unexpected_cap_is_shared_with_untagged_messages)
+{
+    const size_t untagged = ux_max - 2, tagged = 5;
+    struct fi_cq_tagged_entry e;
+    uint64_t v;
+
+    open(FI_MSG | FI_TAGGED);
+    for (v = 0; v < untagged; ++v) {
+        ASSERT_EQ(0, fi_inject(m_o.ep, &v, 8, m_self));
+    }
+    for (v = 0; v < tagged; ++v) {
+        ASSERT_EQ(0, fi_tinject(m_o.ep, &v, 8, m_self, 9));
+    }
+    wait_cntr(m_o.scntr, untagged + tagged);
+    int64_t deadline = now_ms() + peer_wait_ms;
+    while ((fi_cntr_readerr(m_o.rvcntr) < tagged - 2) &&
+           (now_ms() < deadline)) {
+        (void)fi_cntr_read(m_o.rvcntr);
+    }
+    EXPECT_EQ(tagged - 2, fi_cntr_readerr(m_o.rvcntr));
+    std::vector<uint64_t> in(2, ~0ull);
+    for (size_t i = 0; i < 2; ++i) {
+        ASSERT_EQ(0, fi_trecv(m_o.ep, &in[i], 8, NULL, FI_ADDR_UNSPEC, 9, 0,
+                              &in[i]));
+        ASSERT_EQ((void*)&in[i], next(&e));
+        EXPECT_EQ(i, in[i]) << "the tagged messages kept are the first";
+    }
+    /* a place is free again: the next tagged message waits */
+    v = 100;
+    ASSERT_EQ(0, fi_tinject(m_o.ep, &v, 8, m_self, 9));
+    uint64_t last = 0;
+    ASSERT_EQ(0, fi_trecv(m_o.ep, &last, 8, NULL, FI_ADDR_UNSPEC, 9, 0,
+                          &last));
+    ASSERT_EQ((void*)&last, next(&e));
+    EXPECT_EQ(100u, last);
+    EXPECT_EQ(tagged - 2, fi_cntr_readerr(m_o.rvcntr));
 }
 
 /* FI_PEEK reports the oldest waiting message a tagged receive matches,
