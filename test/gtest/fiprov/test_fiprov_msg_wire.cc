@@ -7,7 +7,8 @@
  * an endpoint id or nonce that does not exist reach no receive; messages
  * numbered out of order are received in their numbers' order, and a number
  * already delivered is dropped; a tagged message reaches a tagged receive
- * with its tag, and only one. The header layout is the one fip_msg.c
+ * with its tag, and only one, and nothing on an endpoint opened without
+ * FI_TAGGED. The header layout is the one fip_msg.c
  * sends (56 bytes, host order): magic "fipM", endpoint id, nonce, length,
  * data, number, tag, flags, reserved.
  */
@@ -350,6 +351,77 @@ TEST_F(msg_wire, tagged_headers_reach_tagged_receives)
     m_raw.progress(100);
     EXPECT_EQ(-FI_EAGAIN, fi_cq_read(m_o.cq, &e, 1))
         << "the receive of tag 6 took something";
+}
+
+/* tagged messages to an endpoint opened without FI_TAGGED reach nothing
+ * and take no room: as many as its unexpected queue holds (1024), then an
+ * untagged message, which arrives */
+TEST_F(msg_wire, tagged_headers_reach_no_untagged_endpoint)
+{
+    struct fi_info *info = fi_dupinfo(m_o.info);
+    struct fid_ep *ep    = NULL;
+    struct fid_cq *cq    = NULL;
+    struct fi_cq_attr cq_attr = {};
+    uint8_t addr[64];
+    size_t len = sizeof(addr);
+    char buf[2][16] = {};
+    struct fi_cq_tagged_entry e;
+    int64_t deadline;
+    ssize_t n;
+
+    ASSERT_NE(nullptr, info);
+    info->caps          = FI_MSG;
+    info->tx_attr->caps = FI_MSG;
+    info->rx_attr->caps = FI_MSG;
+    cq_attr.format      = FI_CQ_FORMAT_TAGGED;
+    ASSERT_EQ(0, fi_cq_open(m_o.domain, &cq_attr, &cq, NULL));
+    ASSERT_EQ(0, fi_endpoint(m_o.domain, info, &ep, NULL));
+    fi_freeinfo(info);
+    ASSERT_EQ(0, fi_ep_bind(ep, &m_o.av->fid, 0));
+    ASSERT_EQ(0, fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
+    ASSERT_EQ(0, fi_enable(ep));
+    ASSERT_EQ(0, fi_getname(&ep->fid, addr, &len));
+
+    wire_hdr h = {};
+    h.magic = magic;
+    h.ep_id = (uint32_t)get_be(addr + 8, 4);
+    h.nonce = get_be(addr + 16, 8);
+    h.len   = 6;
+    h.flags = is_tagged;
+    h.tag   = 1;
+    for (h.seq = 0; h.seq < 1024; ++h.seq) {
+        send(h, "tagged");
+    }
+    h.len   = 5;
+    h.flags = 0;
+    h.tag   = 0;
+    send(h, "plain");
+    /* a last message to the fixture's endpoint over the same connection:
+     * once it is received, every message before it was dispatched */
+    char fence[16] = {};
+    std::string got;
+    ASSERT_EQ(0, fi_recv(m_o.ep, fence, sizeof(fence), NULL,
+                         FI_ADDR_UNSPEC, fence));
+    send(hdr(1025, 5), "fence");
+    next(&got);
+    ASSERT_EQ("fence", got);
+    /* the receives after the messages: the untagged one waited, in room
+     * the tagged ones did not take */
+    for (auto &b : buf) {
+        ASSERT_EQ(0, fi_recv(ep, b, sizeof(b), NULL, FI_ADDR_UNSPEC, b));
+    }
+    deadline = now_ms() + wait_ms;
+    while ((n = fi_cq_read(cq, &e, 1)) == -FI_EAGAIN) {
+        ASSERT_LT(now_ms(), deadline) << "no message received";
+    }
+    ASSERT_EQ(1, n);
+    EXPECT_EQ((void*)buf[0], e.op_context);
+    EXPECT_EQ("plain", std::string(buf[0], e.len));
+    m_raw.progress(100);
+    EXPECT_EQ(-FI_EAGAIN, fi_cq_read(cq, &e, 1))
+        << "the tagged message reached the untagged endpoint";
+    EXPECT_EQ(0, fi_close(&ep->fid));
+    EXPECT_EQ(0, fi_close(&cq->fid));
 }
 
 } // namespace
