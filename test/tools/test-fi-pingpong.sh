@@ -5,7 +5,8 @@
 # sent over fi_pingpong's control socket and given to the client's
 # fi_getinfo as its destination, messages with their content checked (-c),
 # on UCX_TLS=posix,self,tcp and on tcp; a size below the inject size
-# (fi_inject) and sizes above it (fi_send). Each run must end with exit 0 on
+# (fi_inject) and sizes above it (fi_send), and tagged messages (-m tagged:
+# fi_tsend, fi_trecv) on each. Each run must end with exit 0 on
 # both sides, each side's result line counting every message sent and
 # acknowledged, and no UCX ERROR/WARN line. Skips (reason printed) only when
 # fi_pingpong is not installed or the provider is not built.
@@ -52,10 +53,12 @@ has_result() {
     awk -v n="$iters" '$2 == n && $3 == "=" n {f = 1} END {exit !f}' "$1"
 }
 
-# pingpong TLS SIZE: one server and one client on 127.0.0.1
+# pingpong TLS SIZE MODE: one server and one client on 127.0.0.1, with
+# messages (msg) or tagged messages (tagged)
 pingpong() {
-    local tls=$1 size=$2 port srv srv_rc cli_rc
-    local args=(-p fiatomic -e rdm -I "$iters" -S "$size" -c)
+    local tls=$1 size=$2 mode=$3 port srv srv_rc cli_rc
+    local args=(-p fiatomic -e rdm -m "$mode" -I "$iters" -S "$size" -c)
+    local what="UCX_TLS=$tls -m $mode -S $size"
 
     # below the kernel's ephemeral ports (32768 up), and free
     port=$((20000 + RANDOM % 12000))
@@ -76,29 +79,35 @@ pingpong() {
     wait "$srv"
     srv_rc=$?
     if [ "$srv_rc" -ne 0 ] || [ "$cli_rc" -ne 0 ]; then
-        bad "UCX_TLS=$tls -S $size: server exit $srv_rc, client exit $cli_rc"
+        bad "$what: server exit $srv_rc, client exit $cli_rc"
         sed 's/^/  server: /' "$test_tmp/srv" | tail -5
         sed 's/^/  client: /' "$test_tmp/cli" | tail -5
     elif ! has_result "$test_tmp/srv" || ! has_result "$test_tmp/cli"; then
-        bad "UCX_TLS=$tls -S $size: no result line with $iters messages"
+        bad "$what: no result line with $iters messages"
         cat "$test_tmp/srv" "$test_tmp/cli" | sed 's/^/  /' | tail -6
     elif grep -qE 'UCX +(ERROR|WARN|FATAL)' "$test_tmp/srv" "$test_tmp/cli"
     then
-        bad "UCX_TLS=$tls -S $size: UCX trouble"
+        bad "$what: UCX trouble"
         grep -hE 'UCX' "$test_tmp/srv" "$test_tmp/cli" | head -5
     else
         ok
-        echo "  UCX_TLS=$tls -S $size: $(awk -v n="$iters" \
+        echo "  $what: $(awk -v n="$iters" \
             '$2 == n {print $7 " usec/xfer"}' "$test_tmp/cli")"
     fi
 }
 
-# shared memory: fi_inject's size and 1 KiB; tcp: 1 KiB and 64 KiB
-for run in posix,self,tcp:16 posix,self,tcp:1024 tcp:1024 tcp:65536; do
-    tls=${run%:*}
+# shared memory: fi_inject's size and 1 KiB; tcp: 1 KiB and 64 KiB; tagged
+# messages of 1 KiB on each
+for run in posix,self,tcp:16:msg posix,self,tcp:1024:msg \
+           posix,self,tcp:1024:tagged tcp:1024:msg tcp:65536:msg \
+           tcp:1024:tagged; do
+    tls=${run%%:*}
+    mode=${run##*:}
+    size=${run#*:}
+    size=${size%:*}
     [ "$tls" = "${last:-}" ] ||
         echo "=== fi_pingpong over fiatomic, UCX_TLS=$tls ==="
     last=$tls
-    pingpong "$tls" "${run##*:}"
+    pingpong "$tls" "$size" "$mode"
 done
 test_end

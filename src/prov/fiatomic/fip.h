@@ -16,8 +16,8 @@
  * fip_key.c (the key service: a peer's 64-bit key resolved at its domain),
  * fip_progress.c (the progress thread of FI_PROGRESS_AUTO), fip_atomic.c
  * (the atomic calls and their completions), fip_rma.c (RMA), fip_msg.c
- * (send and receive over UCP active messages),
- * fip_ep_nosys.c (the transfer
+ * (send and receive over UCP active messages, tag matching), fip_tagged.c
+ * (the tagged calls over fip_msg.c), fip_ep_nosys.c (the transfer
  * calls not implemented), fip_nosys.c (the answers for what the provider
  * does not implement).
  */
@@ -250,6 +250,7 @@ typedef struct fip_op {
     size_t             len;        /* the entry's len (receives) */
     uint64_t           data;       /* remote CQ data (FI_REMOTE_CQ_DATA) */
     size_t             olen;       /* bytes cut off (FI_ETRUNC) */
+    uint64_t           tag;        /* a tagged receive's message tag */
     /* RMA: the UCP requests still running, plus one while posting; the
      * first failure */
     int                pending;    /* atomic */
@@ -320,6 +321,17 @@ void fip_eq_unbind(fip_eq_t *eq);
                            FI_REMOTE_READ, FI_REMOTE_WRITE}
 #define FIP_EP_CNTRS 6
 
+/** Receives posted and messages that came before them, of one kind
+ *  (untagged or tagged): they match only each other. */
+typedef struct fip_msg_queue {
+    struct fip_msg_rx  *rx_head, *rx_tail;   /* posted receives, FIFO */
+    struct fip_msg_ux  *ux_head, *ux_tail;   /* unexpected messages */
+} fip_msg_queue_t;
+
+/** fip_ep_t's queues: untagged, tagged. */
+#define FIP_MSG_Q_UNTAGGED 0
+#define FIP_MSG_Q_TAGGED   1
+
 typedef struct fip_ep {
     struct fid_ep      ep_fid;
     fip_domain_t       *domain;
@@ -336,13 +348,13 @@ typedef struct fip_ep {
                                         FI_SELECTIVE_COMPLETION */
     int                enabled;
     int                inflight;   /* atomic: posted, not yet complete */
-    /* messages (fip_msg.c), when the endpoint has FI_MSG */
+    /* messages (fip_msg.c), when the endpoint has FI_MSG, FI_TAGGED */
     int                msg;
+    int                tagged;
     struct fip_ep      *msg_next;  /* in the domain's msg_eps */
-    pthread_mutex_t    rx_lock;    /* the two queues below */
-    struct fip_msg_rx  *rx_head, *rx_tail;   /* posted receives, FIFO */
-    struct fip_msg_ux  *ux_head, *ux_tail;   /* unexpected messages */
-    size_t             ux_count;
+    pthread_mutex_t    rx_lock;    /* the queues below */
+    fip_msg_queue_t    queues[2];  /* FIP_MSG_Q_UNTAGGED, _TAGGED */
+    size_t             ux_count;   /* unexpected messages of both kinds */
     size_t             ux_bytes;
 } fip_ep_t;
 
@@ -355,6 +367,7 @@ typedef struct fip_ep {
 extern struct fi_ops_atomic fip_atomic_ops;
 extern struct fi_ops_rma fip_rma_ops;
 extern struct fi_ops_msg fip_msg_ops;
+extern struct fi_ops_tagged fip_tagged_ops;
 
 /* ---- messages (fip_msg.c) ---------------------------------------------- */
 
@@ -373,6 +386,16 @@ extern struct fi_ops_msg fip_msg_ops;
 #define FIP_MSG_HOLD_BYTES   (16UL << 20)
 /** The active message id of a message (after the key service's). */
 #define FIP_AM_MSG           1012
+
+/** Post a send or a receive (fip_msg.c); `tagged`: a tagged one, with
+ *  tag `tag` (a receive: matching the messages whose tag equals it in the
+ *  bits not set in `ignore`). The flags are the call's (FI_INJECT,
+ *  FI_REMOTE_CQ_DATA, completion levels; FI_COMPLETION for receives). */
+ssize_t fip_msg_send_post(fip_ep_t *ep, const struct fi_msg *msg,
+                          uint64_t flags, int tagged, uint64_t tag);
+ssize_t fip_msg_recv_post(fip_ep_t *ep, const struct fi_msg *msg,
+                          uint64_t flags, int tagged, uint64_t tag,
+                          uint64_t ignore);
 
 /** Register the message handler on the domain's worker. */
 int fip_msg_init(fip_domain_t *domain);
@@ -466,9 +489,13 @@ extern struct fi_ops_collective fip_nosys_collective_ops;
 /* ---- attributes (fip_attr.c) ------------------------------------------ */
 
 /** The capabilities the provider implements: the only ones it offers. */
-#define FIP_CAPS            (FI_ATOMIC | FI_RMA | FI_MSG | FI_READ | \
-                             FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | \
-                             FI_SEND | FI_RECV)
+#define FIP_CAPS            (FI_ATOMIC | FI_RMA | FI_MSG | FI_TAGGED | \
+                             FI_READ | FI_WRITE | FI_REMOTE_READ | \
+                             FI_REMOTE_WRITE | FI_SEND | FI_RECV)
+/** The tag format offered when the hints name none: 64 bits, unstructured
+ *  (fi_endpoint(3): alternating ones and zeros); every bit of a tag and of
+ *  an ignore mask matters. */
+#define FIP_MEM_TAG_FORMAT  0xaaaaaaaaaaaaaaaaULL
 /** Operation flags a transmit context accepts as defaults (op_flags). */
 #define FIP_TX_OP_FLAGS     (FI_COMPLETION | FI_DELIVERY_COMPLETE | \
                              FI_TRANSMIT_COMPLETE | FI_INJECT_COMPLETE)

@@ -38,6 +38,7 @@ void fip_attr_fill(struct fi_info *info, uint64_t mr_mode)
     /* the largest message; an atomic call's elements are bounded by
      * fi_query_atomic's count (libfiatomic's elements per call) */
     info->ep_attr->max_msg_size  = FIP_MSG_MAX;
+    info->ep_attr->mem_tag_format = FIP_MEM_TAG_FORMAT;
     info->ep_attr->tx_ctx_cnt    = 1;
     info->ep_attr->rx_ctx_cnt    = 1;
 

@@ -1,7 +1,8 @@
 /**
  * Completion queues (fi_cq(3)): the entries of the operations that
  * completed (the operation's own memory, fip_op_t, queued by fip_cq_push
- * and freed when read), in the context, msg and data formats, and error
+ * and freed when read), in the context, msg, data and tagged formats, and
+ * error
  * entries read with fi_cq_readerr; a read with an error entry waiting
  * answers -FI_EAVAIL. fi_cq_sread waits bounded by its timeout
  * (fip_wait.c, progressing the domain under manual progress) and is cut
@@ -38,11 +39,21 @@ void fip_cq_push(fip_cq_t *cq, fip_op_t *op)
 /* one entry in the queue's format at `dst` */
 static void fip_cq_fill(const fip_cq_t *cq, const fip_op_t *op, void *dst)
 {
-    struct fi_cq_data_entry *data = dst;
-    struct fi_cq_msg_entry *msg   = dst;
-    struct fi_cq_entry *ctx       = dst;
+    struct fi_cq_tagged_entry *tagged = dst;
+    struct fi_cq_data_entry *data     = dst;
+    struct fi_cq_msg_entry *msg       = dst;
+    struct fi_cq_entry *ctx           = dst;
 
     switch (cq->format) {
+    case FI_CQ_FORMAT_TAGGED:
+        memset(tagged, 0, sizeof(*tagged));
+        tagged->op_context = op->context;
+        tagged->flags      = op->flags;
+        tagged->buf        = op->buf;
+        tagged->len        = op->len;
+        tagged->data       = op->data;
+        tagged->tag        = op->tag;
+        break;
     case FI_CQ_FORMAT_DATA:
         memset(data, 0, sizeof(*data));
         data->op_context = op->context;
@@ -66,6 +77,8 @@ static void fip_cq_fill(const fip_cq_t *cq, const fip_op_t *op, void *dst)
 static size_t fip_cq_entry_size(const fip_cq_t *cq)
 {
     switch (cq->format) {
+    case FI_CQ_FORMAT_TAGGED:
+        return sizeof(struct fi_cq_tagged_entry);
     case FI_CQ_FORMAT_DATA:
         return sizeof(struct fi_cq_data_entry);
     case FI_CQ_FORMAT_MSG:
@@ -143,7 +156,7 @@ static ssize_t fip_cq_readerr(struct fid_cq *cq_fid,
     buf->len        = op->len;
     buf->buf        = op->buf;
     buf->data       = op->data;
-    buf->tag        = 0;
+    buf->tag        = op->tag;
     buf->olen       = op->olen;
     buf->err        = op->err;
     buf->prov_errno = -op->err;
@@ -284,10 +297,8 @@ int fip_cq_open(struct fid_domain *domain_fid, struct fi_cq_attr *attr,
     case FI_CQ_FORMAT_CONTEXT:
     case FI_CQ_FORMAT_MSG:
     case FI_CQ_FORMAT_DATA:
-        break;
     case FI_CQ_FORMAT_TAGGED:
-        /* no tagged messages */
-        return -FI_ENOSYS;
+        break;
     default:
         return -FI_EINVAL;
     }

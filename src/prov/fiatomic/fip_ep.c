@@ -8,7 +8,8 @@
  * FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE), before it is
  * enabled; it enables once it has an address vector (-FI_ENOAV before).
  * Its atomic calls are fip_atomic.c's, RMA fip_rma.c's, messages
- * fip_msg.c's (with FI_MSG in its capabilities, else -FI_ENOSYS); the rest
+ * fip_msg.c's (with FI_MSG in its capabilities, else -FI_ENOSYS), tagged
+ * messages fip_tagged.c's (with FI_TAGGED, else -FI_ENOSYS); the rest
  * answer -FI_ENOSYS (fip_ep_nosys.c) and getinfo offers none of it. An open
  * endpoint keeps its domain and what it binds from closing; closing it
  * waits (bounded) for its operations in flight.
@@ -34,7 +35,7 @@ static int fip_ep_close(struct fid *fid)
     int64_t deadline = fip_wait_deadline(FIP_EP_CLOSE_TIMEOUT_MS);
     int i;
 
-    if (ep->msg && ep->enabled) {
+    if ((ep->msg || ep->tagged) && ep->enabled) {
         /* no message reaches it from here on */
         fip_msg_ep_remove(ep);
         ep->enabled = 0;
@@ -194,7 +195,7 @@ static int fip_ep_control(struct fid *fid, int command, void *arg)
             return 0;
         }
         ep->enabled = 1;
-        if (ep->msg) {
+        if (ep->msg || ep->tagged) {
             fip_msg_ep_add(ep);
         }
         return 0;
@@ -395,6 +396,8 @@ int fip_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
     /* an info without capabilities asks for all the offer has */
     ep->msg                   = (info->caps == 0) ||
                                 !!(info->caps & FI_MSG);
+    ep->tagged                = (info->caps == 0) ||
+                                !!(info->caps & FI_TAGGED);
     pthread_mutex_init(&ep->rx_lock, NULL);
     ep->op_flags              = (info->tx_attr != NULL) ?
                                 info->tx_attr->op_flags : 0;
@@ -408,7 +411,8 @@ int fip_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
     ep->ep_fid.msg            = ep->msg ? &fip_msg_ops :
                                 &fip_nosys_msg_ops;
     ep->ep_fid.rma            = &fip_rma_ops;
-    ep->ep_fid.tagged         = &fip_nosys_tagged_ops;
+    ep->ep_fid.tagged         = ep->tagged ? &fip_tagged_ops :
+                                &fip_nosys_tagged_ops;
     ep->ep_fid.atomic         = &fip_atomic_ops;
     ep->ep_fid.collective     = &fip_nosys_collective_ops;
     fip_domain_child_add(domain);

@@ -1,7 +1,8 @@
 /**
  * The transfer calls of an endpoint (messages, RMA, tagged messages,
- * atomics, collectives) where it does not implement them: tagged messages
- * and collectives always, messages on an endpoint opened without FI_MSG.
+ * atomics, collectives) where it does not implement them: collectives
+ * always, messages on an endpoint opened without FI_MSG, tagged messages
+ * on one opened without FI_TAGGED.
  * Each answers -FI_ENOSYS instead of leaving the core's inline call a NULL
  * slot to jump through. Generated from libfabric 1.17's operation tables,
  * one stub per slot.

@@ -145,7 +145,7 @@ static int fip_match_domain(uint32_t version, const struct fi_domain_attr *h,
     return 0;
 }
 
-static int fip_match_ep(const struct fi_ep_attr *h, const struct fi_ep_attr *p)
+static int fip_match_ep(const struct fi_ep_attr *h, struct fi_ep_attr *p)
 {
     if (h == NULL) {
         return 0;
@@ -162,6 +162,11 @@ static int fip_match_ep(const struct fi_ep_attr *h, const struct fi_ep_attr *p)
         FIP_ABOVE(h->rx_ctx_cnt, p->rx_ctx_cnt) ||
         (h->auth_key_size != 0)) {
         return FIP_NODATA;
+    }
+    /* any tag format fits the 64 bits matched whole: the fields asked
+     * are given as asked (fi_endpoint(3)) */
+    if (h->mem_tag_format != 0) {
+        p->mem_tag_format = h->mem_tag_format;
     }
     return 0;
 }

@@ -2,11 +2,15 @@
  * Messages (fi_msg(3)) on FI_EP_RDM endpoints with FI_MSG: fi_send,
  * fi_sendv, fi_sendmsg, fi_inject, fi_senddata, fi_injectdata, fi_recv,
  * fi_recvv and fi_recvmsg, over UCP active messages (FIP_AM_MSG) on the
- * connection to the peer's domain (fip_peer.c). A message names the
- * endpoint it is for (the id and nonce of its address); the domain's
- * handler finds it there and matches the message to the oldest receive it
- * has posted (no directed receives: any source), so that messages from one
- * endpoint to another fill receives in the order they were sent. A message
+ * connection to the peer's domain (fip_peer.c); and the same for tagged
+ * messages (fi_tagged(3), the calls in fip_tagged.c) with FI_TAGGED. A
+ * message names the endpoint it is for (the id and nonce of its address);
+ * the domain's handler finds it there and matches the message to the
+ * oldest receive it has posted of its kind (no directed receives: any
+ * source): an untagged message the oldest untagged receive, a tagged one
+ * the oldest tagged receive whose tag equals the message's in the bits
+ * its ignore mask leaves, so that messages from one endpoint to another
+ * fill the receives they match in the order they were sent. A message
  * that finds no receive waits in the endpoint's unexpected queue (copied,
  * or fetched by rendezvous into a buffer of its own), capped at
  * FIP_MSG_UX_MAX messages and FIP_MSG_UX_BYTES bytes: a message beyond
@@ -14,8 +18,9 @@
  * counter (the sender is not told). A message larger than its receive
  * fills the receive and completes it with an FI_ETRUNC error entry whose
  * olen is the rest. Everything in a message's header is checked (magic,
- * lengths, flags, an endpoint that exists with that nonce); a message that
- * fails is dropped. A send completes when UCP has sent it, or, with
+ * lengths, flags, a tag only with its flag, an endpoint that exists with
+ * that nonce and takes messages of that kind); a message that fails is
+ * dropped. A send completes when UCP has sent it, or, with
  * FI_DELIVERY_COMPLETE, after a flush of the connection that follows it.
  * Sources are not reported (no FI_SOURCE).
  */
@@ -25,7 +30,9 @@
 #include <string.h>
 
 #define FIP_MSG_MAGIC    0x6669704du /* "fipM" */
-#define FIP_MSG_HDR_DATA 1u          /* data holds remote CQ data */
+#define FIP_MSG_HDR_DATA   1u        /* data holds remote CQ data */
+#define FIP_MSG_HDR_TAGGED 2u        /* a tagged message: tag holds it */
+#define FIP_MSG_HDR_FLAGS  (FIP_MSG_HDR_DATA | FIP_MSG_HDR_TAGGED)
 
 typedef struct fip_msg_hdr {
     uint32_t magic;
@@ -34,6 +41,7 @@ typedef struct fip_msg_hdr {
     uint64_t len;       /* the message's bytes */
     uint64_t data;      /* remote CQ data, with FIP_MSG_HDR_DATA */
     uint64_t seq;       /* its number on its connection, from 0 */
+    uint64_t tag;       /* with FIP_MSG_HDR_TAGGED, else 0 */
     uint32_t flags;
     uint32_t reserved;  /* 0 */
 } fip_msg_hdr_t;
@@ -69,10 +77,13 @@ typedef struct fip_msg_rx {
     struct iovec      iov[FIP_IOV_LIMIT];
     size_t            iov_count;
     size_t            size;      /* the iov's bytes */
+    uint64_t          tag;       /* tagged: the tag it matches */
+    uint64_t          ignore;    /* and the bits it ignores */
     void              *bounce;   /* a rendezvous into a buffer of ours */
     size_t            msg_len;   /* the rendezvous's message */
     uint64_t          msg_data;
     uint64_t          msg_flags;
+    uint64_t          msg_tag;
 } fip_msg_rx_t;
 
 /* an unexpected message; its bytes follow */
@@ -82,6 +93,7 @@ typedef struct fip_msg_ux {
     size_t            len;
     uint64_t          data;
     uint64_t          flags;     /* FI_REMOTE_CQ_DATA */
+    uint64_t          tag;       /* a tagged message's */
     int               arriving;  /* under rx_lock: rendezvous running */
     int               failed;    /* its rendezvous failed */
     fip_msg_rx_t      *rx;       /* under rx_lock: matched while arriving */
@@ -123,12 +135,13 @@ static void fip_msg_scatter(fip_msg_rx_t *rx, const void *src, size_t len)
 /* a receive got a message of len bytes (already in its buffers): its entry
  * (FI_ETRUNC when cut short) and counter; the receive counts in flight */
 static void fip_msg_rx_done(fip_msg_rx_t *rx, size_t len, uint64_t data,
-                            uint64_t flags, int err)
+                            uint64_t flags, uint64_t tag, int err)
 {
     fip_op_t *op = &rx->op;
 
     op->flags |= flags;
     op->data   = data;
+    op->tag    = tag;
     if (err != 0) {
         op->err = err;
         op->len = 0;
@@ -143,10 +156,10 @@ static void fip_msg_rx_done(fip_msg_rx_t *rx, size_t len, uint64_t data,
 }
 
 static void fip_msg_rx_deliver(fip_msg_rx_t *rx, const void *src, size_t len,
-                               uint64_t data, uint64_t flags)
+                               uint64_t data, uint64_t flags, uint64_t tag)
 {
     fip_msg_scatter(rx, src, len);
-    fip_msg_rx_done(rx, len, data, flags, 0);
+    fip_msg_rx_done(rx, len, data, flags, tag, 0);
 }
 
 /* a rendezvous into a receive finished */
@@ -164,7 +177,7 @@ static void fip_msg_rndv_rx_cb(void *request, ucs_status_t status,
     free(rx->bounce);
     rx->bounce = NULL;
     fip_msg_rx_done(rx, rx->msg_len, rx->msg_data, rx->msg_flags,
-                    (status == UCS_OK) ? 0 : FI_EIO);
+                    rx->msg_tag, (status == UCS_OK) ? 0 : FI_EIO);
 }
 
 /* a rendezvous into an unexpected message's buffer finished */
@@ -189,9 +202,10 @@ static void fip_msg_rndv_ux_cb(void *request, ucs_status_t status,
     pthread_mutex_unlock(&ep->rx_lock);
     if (rx != NULL) {
         if (ux->failed) {
-            fip_msg_rx_done(rx, 0, 0, 0, FI_EIO);
+            fip_msg_rx_done(rx, 0, 0, 0, ux->tag, FI_EIO);
         } else {
-            fip_msg_rx_deliver(rx, ux + 1, ux->len, ux->data, ux->flags);
+            fip_msg_rx_deliver(rx, ux + 1, ux->len, ux->data, ux->flags,
+                               ux->tag);
         }
         free(ux);
     }
@@ -199,20 +213,82 @@ static void fip_msg_rndv_ux_cb(void *request, ucs_status_t status,
     __atomic_sub_fetch(&ep->inflight, 1, __ATOMIC_RELEASE);
 }
 
-/* the endpoint a message names, with its rx_lock held; NULL if none */
+/* the endpoint a message names, with its rx_lock held; NULL if none, or
+ * if it does not take messages of the message's kind */
 static fip_ep_t *fip_msg_ep_find(fip_domain_t *domain,
                                  const fip_msg_hdr_t *hdr)
 {
+    int tagged = !!(hdr->flags & FIP_MSG_HDR_TAGGED);
     fip_ep_t *ep;
 
     for (ep = domain->msg_eps; ep != NULL; ep = ep->msg_next) {
         if ((ep->addr.ep_id == hdr->ep_id) &&
-            (ep->addr.nonce == hdr->nonce)) {
+            (ep->addr.nonce == hdr->nonce) &&
+            (tagged ? ep->tagged : ep->msg)) {
             pthread_mutex_lock(&ep->rx_lock);
             return ep;
         }
     }
     return NULL;
+}
+
+/* whether a receive takes a message of tag `tag` (fi_tagged(3)); every
+ * untagged receive takes every untagged message */
+static int fip_msg_matches(int tagged, const fip_msg_rx_t *rx, uint64_t tag)
+{
+    return !tagged || (((tag ^ rx->tag) & ~rx->ignore) == 0);
+}
+
+/* take the oldest posted receive of the queue the message matches; NULL if
+ * none. Under rx_lock. */
+static fip_msg_rx_t *fip_msg_rx_take(fip_msg_queue_t *q, int tagged,
+                                     uint64_t tag)
+{
+    fip_msg_rx_t *rx, *prev = NULL;
+
+    for (rx = q->rx_head; rx != NULL; prev = rx, rx = rx->next) {
+        if (fip_msg_matches(tagged, rx, tag)) {
+            break;
+        }
+    }
+    if (rx == NULL) {
+        return NULL;
+    }
+    if (prev == NULL) {
+        q->rx_head = rx->next;
+    } else {
+        prev->next = rx->next;
+    }
+    if (q->rx_tail == rx) {
+        q->rx_tail = prev;
+    }
+    return rx;
+}
+
+/* take the oldest unexpected message of the queue that the receive
+ * matches; NULL if none. Under rx_lock. */
+static fip_msg_ux_t *fip_msg_ux_take(fip_msg_queue_t *q, int tagged,
+                                     const fip_msg_rx_t *rx)
+{
+    fip_msg_ux_t *ux, *prev = NULL;
+
+    for (ux = q->ux_head; ux != NULL; prev = ux, ux = ux->next) {
+        if (fip_msg_matches(tagged, rx, ux->tag)) {
+            break;
+        }
+    }
+    if (ux == NULL) {
+        return NULL;
+    }
+    if (prev == NULL) {
+        q->ux_head = ux->next;
+    } else {
+        prev->next = ux->next;
+    }
+    if (q->ux_tail == ux) {
+        q->ux_tail = prev;
+    }
+    return ux;
 }
 
 static void fip_msg_rndv(fip_domain_t *domain, void *desc, void *buf,
@@ -241,9 +317,11 @@ static void fip_msg_dispatch(fip_domain_t *domain, const fip_msg_hdr_t *hdr,
                              void *data, int rndv, int deferred)
 {
     size_t length        = hdr->len;
+    int tagged           = !!(hdr->flags & FIP_MSG_HDR_TAGGED);
     fip_msg_rx_t *rx     = NULL;
     fip_msg_ux_t *ux     = NULL;
     int dropped          = 0;
+    fip_msg_queue_t *q;
     uint64_t flags;
     fip_ep_t *ep;
 
@@ -256,12 +334,9 @@ static void fip_msg_dispatch(fip_domain_t *domain, const fip_msg_hdr_t *hdr,
     }
     /* rx_lock held: the endpoint cannot leave msg_eps and free before it
      * is released (fip_msg_ep_remove takes it) */
-    if (ep->rx_head != NULL) {
-        rx          = ep->rx_head;
-        ep->rx_head = rx->next;
-        if (ep->rx_head == NULL) {
-            ep->rx_tail = NULL;
-        }
+    q  = &ep->queues[tagged ? FIP_MSG_Q_TAGGED : FIP_MSG_Q_UNTAGGED];
+    rx = fip_msg_rx_take(q, tagged, hdr->tag);
+    if (rx != NULL) {
         __atomic_add_fetch(&ep->inflight, 1, __ATOMIC_RELAXED);
     } else if ((ep->ux_count >= FIP_MSG_UX_MAX) ||
                (ep->ux_bytes + length > FIP_MSG_UX_BYTES) ||
@@ -277,18 +352,19 @@ static void fip_msg_dispatch(fip_domain_t *domain, const fip_msg_hdr_t *hdr,
         ux->len      = length;
         ux->data     = hdr->data;
         ux->flags    = flags;
+        ux->tag      = hdr->tag;
         ux->arriving = rndv;
         if (!rndv) {
             memcpy(ux + 1, data, length);
         } else {
             __atomic_add_fetch(&ep->inflight, 1, __ATOMIC_RELAXED);
         }
-        if (ep->ux_tail == NULL) {
-            ep->ux_head = ux;
+        if (q->ux_tail == NULL) {
+            q->ux_head = ux;
         } else {
-            ep->ux_tail->next = ux;
+            q->ux_tail->next = ux;
         }
-        ep->ux_tail   = ux;
+        q->ux_tail    = ux;
         ep->ux_count += 1;
         ep->ux_bytes += length;
     }
@@ -297,18 +373,19 @@ static void fip_msg_dispatch(fip_domain_t *domain, const fip_msg_hdr_t *hdr,
     if (dropped) {
         goto drop;
     } else if ((rx != NULL) && !rndv) {
-        fip_msg_rx_deliver(rx, data, length, hdr->data, flags);
+        fip_msg_rx_deliver(rx, data, length, hdr->data, flags, hdr->tag);
     } else if (rx != NULL) {
         rx->msg_len   = length;
         rx->msg_data  = hdr->data;
         rx->msg_flags = flags;
+        rx->msg_tag   = hdr->tag;
         if ((rx->iov_count == 1) && (rx->size >= length)) {
             fip_msg_rndv(domain, data, rx->iov[0].iov_base, length,
                          fip_msg_rndv_rx_cb, rx);
         } else {
             rx->bounce = malloc(length);
             if (rx->bounce == NULL) {
-                fip_msg_rx_done(rx, 0, 0, 0, FI_ENOMEM);
+                fip_msg_rx_done(rx, 0, 0, 0, hdr->tag, FI_ENOMEM);
                 goto drop;
             }
             fip_msg_rndv(domain, data, rx->bounce, length,
@@ -430,9 +507,10 @@ static ucs_status_t fip_msg_handler(void *arg, const void *header,
     }
     memcpy(&hdr, header, sizeof(hdr));
     if ((hdr.magic != FIP_MSG_MAGIC) || (hdr.reserved != 0) ||
-        (hdr.flags & ~FIP_MSG_HDR_DATA) || (hdr.len != length) ||
+        (hdr.flags & ~FIP_MSG_HDR_FLAGS) || (hdr.len != length) ||
         (length > FIP_MSG_MAX) ||
-        (!(hdr.flags & FIP_MSG_HDR_DATA) && (hdr.data != 0))) {
+        (!(hdr.flags & FIP_MSG_HDR_DATA) && (hdr.data != 0)) ||
+        (!(hdr.flags & FIP_MSG_HDR_TAGGED) && (hdr.tag != 0))) {
         return UCS_OK;
     }
 
@@ -518,25 +596,62 @@ void fip_msg_ep_remove(fip_ep_t *ep)
 
 void fip_msg_ep_cleanup(fip_ep_t *ep)
 {
+    fip_msg_queue_t *q;
     fip_msg_rx_t *rx;
     fip_msg_ux_t *ux;
 
     /* receives still posted end with the endpoint (fi_endpoint(3)) */
-    while ((rx = ep->rx_head) != NULL) {
-        ep->rx_head = rx->next;
-        free(rx);
+    for (q = ep->queues; q < ep->queues + 2; ++q) {
+        while ((rx = q->rx_head) != NULL) {
+            q->rx_head = rx->next;
+            free(rx);
+        }
+        while ((ux = q->ux_head) != NULL) {
+            q->ux_head = ux->next;
+            free(ux);
+        }
+        q->rx_tail = NULL;
+        q->ux_tail = NULL;
     }
-    while ((ux = ep->ux_head) != NULL) {
-        ep->ux_head = ux->next;
-        free(ux);
-    }
-    ep->rx_tail = NULL;
-    ep->ux_tail = NULL;
 }
 
-static ssize_t fip_msg_recv_post(fip_ep_t *ep, const struct fi_msg *msg,
-                                 uint64_t flags)
+/* FI_PEEK (fi_tagged(3)): the oldest waiting message the receive matches,
+ * left where it is, reported by an entry with its length, tag and remote CQ
+ * data, else by an FI_ENOMSG error entry; the receive's buffers are not
+ * written and its counter does not count it */
+static void fip_msg_peek(fip_ep_t *ep, fip_msg_queue_t *q, fip_msg_rx_t *rx)
 {
+    fip_op_t *op = &rx->op;
+    fip_msg_ux_t *ux;
+
+    op->cntr   = NULL;
+    op->buf    = NULL;
+    /* its entry is the peek's only answer */
+    op->report = 1;
+    __atomic_add_fetch(&ep->inflight, 1, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&ep->rx_lock);
+    for (ux = q->ux_head; ux != NULL; ux = ux->next) {
+        if (fip_msg_matches(1, rx, ux->tag)) {
+            break;
+        }
+    }
+    if (ux != NULL) {
+        op->len    = ux->len;
+        op->data   = ux->data;
+        op->flags |= ux->flags;
+        op->tag    = ux->tag;
+    } else {
+        op->err = FI_ENOMSG;
+    }
+    pthread_mutex_unlock(&ep->rx_lock);
+    fip_op_complete(op, UCS_OK);
+}
+
+ssize_t fip_msg_recv_post(fip_ep_t *ep, const struct fi_msg *msg,
+                          uint64_t flags, int tagged, uint64_t tag,
+                          uint64_t ignore)
+{
+    fip_msg_queue_t *q;
     fip_msg_rx_t *rx;
     fip_msg_ux_t *ux;
     size_t i;
@@ -549,7 +664,8 @@ static ssize_t fip_msg_recv_post(fip_ep_t *ep, const struct fi_msg *msg,
     }
     if ((msg->iov_count > FIP_IOV_LIMIT) ||
         ((msg->iov_count > 0) && (msg->msg_iov == NULL)) ||
-        (flags & (FI_MULTI_RECV | FI_PEEK | FI_CLAIM | FI_DISCARD))) {
+        (flags & (FI_MULTI_RECV | FI_CLAIM | FI_DISCARD)) ||
+        ((flags & FI_PEEK) && !tagged)) {
         return -FI_EINVAL;
     }
     for (i = 0; i < msg->iov_count; ++i) {
@@ -567,7 +683,9 @@ static ssize_t fip_msg_recv_post(fip_ep_t *ep, const struct fi_msg *msg,
     rx->op.cq      = ep->rx_cq;
     rx->op.cntr    = ep->cntrs[FIP_EP_CNTR_RECV];
     rx->op.context = msg->context;
-    rx->op.flags   = FI_MSG | FI_RECV;
+    rx->op.flags   = (tagged ? FI_TAGGED : FI_MSG) | FI_RECV;
+    rx->tag        = tag;
+    rx->ignore     = ignore;
     /* fi_cq(3): with selective completion only FI_COMPLETION (in the
      * call's flags, else the receive side's op_flags) reports a success */
     rx->op.report  = !ep->rx_selective || (flags & FI_COMPLETION);
@@ -580,25 +698,27 @@ static ssize_t fip_msg_recv_post(fip_ep_t *ep, const struct fi_msg *msg,
         rx->op.buf = rx->iov[0].iov_base;
     }
 
+    q = &ep->queues[tagged ? FIP_MSG_Q_TAGGED : FIP_MSG_Q_UNTAGGED];
+    if (flags & FI_PEEK) {
+        fip_msg_peek(ep, q, rx);
+        return 0;
+    }
     pthread_mutex_lock(&ep->rx_lock);
-    ux = ep->ux_head;
+    /* the oldest unexpected message it matches, in the order they
+     * arrived */
+    ux = fip_msg_ux_take(q, tagged, rx);
     if (ux == NULL) {
         rx->next = NULL;
-        if (ep->rx_tail == NULL) {
-            ep->rx_head = rx;
+        if (q->rx_tail == NULL) {
+            q->rx_head = rx;
         } else {
-            ep->rx_tail->next = rx;
+            q->rx_tail->next = rx;
         }
-        ep->rx_tail = rx;
+        q->rx_tail = rx;
         pthread_mutex_unlock(&ep->rx_lock);
         return 0;
     }
-    /* the oldest unexpected message, in the order they arrived */
     __atomic_add_fetch(&ep->inflight, 1, __ATOMIC_RELAXED);
-    ep->ux_head = ux->next;
-    if (ep->ux_head == NULL) {
-        ep->ux_tail = NULL;
-    }
     ep->ux_count -= 1;
     if (ux->arriving) {
         /* its rendezvous callback delivers it (and gives its bytes back) */
@@ -609,9 +729,10 @@ static ssize_t fip_msg_recv_post(fip_ep_t *ep, const struct fi_msg *msg,
     ep->ux_bytes -= ux->len;
     pthread_mutex_unlock(&ep->rx_lock);
     if (ux->failed) {
-        fip_msg_rx_done(rx, 0, 0, 0, FI_EIO);
+        fip_msg_rx_done(rx, 0, 0, 0, ux->tag, FI_EIO);
     } else {
-        fip_msg_rx_deliver(rx, ux + 1, ux->len, ux->data, ux->flags);
+        fip_msg_rx_deliver(rx, ux + 1, ux->len, ux->data, ux->flags,
+                           ux->tag);
     }
     free(ux);
     return 0;
@@ -631,8 +752,8 @@ static int fip_msg_delivery(const fip_ep_t *ep, uint64_t flags)
     return !!(level & FI_DELIVERY_COMPLETE);
 }
 
-static ssize_t fip_msg_send_post(fip_ep_t *ep, const struct fi_msg *msg,
-                                 uint64_t flags)
+ssize_t fip_msg_send_post(fip_ep_t *ep, const struct fi_msg *msg,
+                          uint64_t flags, int tagged, uint64_t tag)
 {
     ucp_request_param_t param = {0};
     fip_addr_t dest;
@@ -675,7 +796,8 @@ static ssize_t fip_msg_send_post(fip_ep_t *ep, const struct fi_msg *msg,
     }
 
     tx = (fip_msg_tx_t*)fip_op_alloc(ep, 0, msg->context, flags,
-                                     FI_MSG | FI_SEND, NULL,
+                                     (tagged ? FI_TAGGED : FI_MSG) | FI_SEND,
+                                     NULL,
                                      sizeof(*tx) - sizeof(tx->op) +
                                      ((flags & FI_INJECT) ? total : 0));
     if (tx == NULL) {
@@ -693,6 +815,10 @@ static ssize_t fip_msg_send_post(fip_ep_t *ep, const struct fi_msg *msg,
     if (flags & FI_REMOTE_CQ_DATA) {
         tx->hdr.flags = FIP_MSG_HDR_DATA;
         tx->hdr.data  = msg->data;
+    }
+    if (tagged) {
+        tx->hdr.flags |= FIP_MSG_HDR_TAGGED;
+        tx->hdr.tag    = tag;
     }
 
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
@@ -777,7 +903,7 @@ static ssize_t fip_msg_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
         return -FI_EINVAL;
     }
     fip_msg_fill(&msg, iov, desc, count, src, context, 0);
-    return fip_msg_recv_post(ep, &msg, ep->rx_op_flags);
+    return fip_msg_recv_post(ep, &msg, ep->rx_op_flags, 0, 0, 0);
 }
 
 static ssize_t fip_msg_recv(struct fid_ep *ep_fid, void *buf, size_t len,
@@ -791,7 +917,7 @@ static ssize_t fip_msg_recv(struct fid_ep *ep_fid, void *buf, size_t len,
 static ssize_t fip_msg_recvmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
                                uint64_t flags)
 {
-    return fip_msg_recv_post(fip_msg_ep(ep_fid), msg, flags);
+    return fip_msg_recv_post(fip_msg_ep(ep_fid), msg, flags, 0, 0, 0);
 }
 
 static ssize_t fip_msg_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
@@ -805,7 +931,7 @@ static ssize_t fip_msg_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
         return -FI_EINVAL;
     }
     fip_msg_fill(&msg, iov, desc, count, dest, context, 0);
-    return fip_msg_send_post(ep, &msg, ep->op_flags);
+    return fip_msg_send_post(ep, &msg, ep->op_flags, 0, 0);
 }
 
 static ssize_t fip_msg_send(struct fid_ep *ep_fid, const void *buf,
@@ -820,7 +946,7 @@ static ssize_t fip_msg_send(struct fid_ep *ep_fid, const void *buf,
 static ssize_t fip_msg_sendmsg(struct fid_ep *ep_fid, const struct fi_msg *msg,
                                uint64_t flags)
 {
-    return fip_msg_send_post(fip_msg_ep(ep_fid), msg, flags);
+    return fip_msg_send_post(fip_msg_ep(ep_fid), msg, flags, 0, 0);
 }
 
 static ssize_t fip_msg_inject(struct fid_ep *ep_fid, const void *buf,
@@ -831,7 +957,7 @@ static ssize_t fip_msg_inject(struct fid_ep *ep_fid, const void *buf,
     struct fi_msg msg;
 
     fip_msg_fill(&msg, &iov, NULL, 1, dest, NULL, 0);
-    return fip_msg_send_post(ep, &msg, FI_INJECT | ep->op_flags);
+    return fip_msg_send_post(ep, &msg, FI_INJECT | ep->op_flags, 0, 0);
 }
 
 static ssize_t fip_msg_senddata(struct fid_ep *ep_fid, const void *buf,
@@ -843,7 +969,8 @@ static ssize_t fip_msg_senddata(struct fid_ep *ep_fid, const void *buf,
     struct fi_msg msg;
 
     fip_msg_fill(&msg, &iov, &desc, 1, dest, context, data);
-    return fip_msg_send_post(ep, &msg, FI_REMOTE_CQ_DATA | ep->op_flags);
+    return fip_msg_send_post(ep, &msg, FI_REMOTE_CQ_DATA | ep->op_flags, 0,
+                             0);
 }
 
 static ssize_t fip_msg_injectdata(struct fid_ep *ep_fid, const void *buf,
@@ -855,7 +982,8 @@ static ssize_t fip_msg_injectdata(struct fid_ep *ep_fid, const void *buf,
 
     fip_msg_fill(&msg, &iov, NULL, 1, dest, NULL, data);
     return fip_msg_send_post(ep, &msg,
-                             FI_INJECT | FI_REMOTE_CQ_DATA | ep->op_flags);
+                             FI_INJECT | FI_REMOTE_CQ_DATA | ep->op_flags, 0,
+                             0);
 }
 
 struct fi_ops_msg fip_msg_ops = {

@@ -87,7 +87,7 @@ int objects::open_ep()
         ((ret = fi_ep_bind(ep, &wcntr->fid, FI_WRITE)) != 0)) {
         return ret;
     }
-    if ((params.caps & FI_MSG) &&
+    if ((params.caps & (FI_MSG | FI_TAGGED)) &&
         (((ret = fi_cntr_open(domain, &cntr_attr, &scntr, NULL)) != 0) ||
          ((ret = fi_cntr_open(domain, &cntr_attr, &rvcntr, NULL)) != 0) ||
          ((ret = fi_ep_bind(ep, &scntr->fid, FI_SEND)) != 0) ||

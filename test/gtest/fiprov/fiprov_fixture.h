@@ -55,7 +55,8 @@ public:
     /** fi_getinfo + fi_fabric + fi_domain: 0 or the failing call's value. */
     int open_domain(const open_params &p);
     /** address vector (table), CQ, a FI_READ and a FI_WRITE counter (and
-     *  with FI_MSG in the caps an FI_SEND and an FI_RECV one), an enabled
+     *  with FI_MSG or FI_TAGGED in the caps an FI_SEND and an FI_RECV
+     *  one), an enabled
      *  endpoint; needs open_domain. */
     int open_ep();
     void close();
@@ -68,8 +69,8 @@ public:
     struct fid_cq     *cq      = NULL;
     struct fid_cntr   *rcntr   = NULL;  /* FI_READ */
     struct fid_cntr   *wcntr   = NULL;  /* FI_WRITE */
-    struct fid_cntr   *scntr   = NULL;  /* FI_SEND, with FI_MSG */
-    struct fid_cntr   *rvcntr  = NULL;  /* FI_RECV, with FI_MSG */
+    struct fid_cntr   *scntr   = NULL;  /* FI_SEND, with FI_MSG/TAGGED */
+    struct fid_cntr   *rvcntr  = NULL;  /* FI_RECV, with FI_MSG/TAGGED */
     struct fid_ep     *ep      = NULL;
 };
 

@@ -7,6 +7,7 @@
 #include "fiprov_peer.h"
 
 #include <rdma/fi_atomic.h>
+#include <rdma/fi_tagged.h>
 
 #include <errno.h>
 #include <poll.h>
@@ -171,6 +172,12 @@ void peer::echo_start(uint64_t n, uint64_t size,
     messages_start('M', n, size, to);
 }
 
+void peer::tagged_echo_start(uint64_t n, uint64_t size,
+                             const std::vector<uint8_t> &to)
+{
+    messages_start('T', n, size, to);
+}
+
 void peer::send_and_leave(uint64_t n, uint64_t size,
                           const std::vector<uint8_t> &to)
 {
@@ -289,7 +296,7 @@ void peer_test::SetUp()
     p.progress  = GetParam().progress;
     p.prov_keys = GetParam().prov_keys;
     p.caps      = caps();
-    p.cq_format = FI_CQ_FORMAT_DATA;
+    p.cq_format = cq_format();
     m_peer.start(p);
     ASSERT_FALSE(HasFatalFailure());
     ASSERT_EQ(0, m_o.open_domain(p));
@@ -401,8 +408,10 @@ int64_t fiprov_now_ms()
 }
 
 /* the peer's next entry of kind FI_SEND or FI_RECV (its CQ also holds its
- * fetch-adds' entries, skipped): 0, or a failure code */
-int peer_wait_entry(peer_state *s, uint64_t kind, struct fi_cq_data_entry *e)
+ * fetch-adds' entries, skipped): 0, or a failure code. The peer's CQ is
+ * in the tagged format (the data format and the tag). */
+int peer_wait_entry(peer_state *s, uint64_t kind,
+                    struct fi_cq_tagged_entry *e)
 {
     int64_t deadline = fiprov_now_ms() + pipe_timeout_ms;
     ssize_t n;
@@ -426,7 +435,7 @@ int peer_echo(peer_state *s, uint64_t n, uint64_t size, const void *to,
               size_t to_len)
 {
     std::vector<uint8_t> buf(size + 1);
-    struct fi_cq_data_entry e;
+    struct fi_cq_tagged_entry e;
     fi_addr_t dest;
     ssize_t ret;
 
@@ -463,12 +472,56 @@ int peer_echo(peer_state *s, uint64_t n, uint64_t size, const void *to,
     return 0;
 }
 
+/* receive n tagged messages (any tag) and send each back to `to` with its
+ * tag */
+int peer_tagged_echo(peer_state *s, uint64_t n, uint64_t size,
+                     const void *to, size_t to_len)
+{
+    std::vector<uint8_t> buf(size + 1);
+    struct fi_cq_tagged_entry e;
+    fi_addr_t dest;
+    ssize_t ret;
+
+    if (fi_av_insert(s->o.av, to, 1, &dest, 0, NULL) != 1) {
+        return 22;
+    }
+    for (uint64_t i = 0; i < n; ++i) {
+        if (fi_trecv(s->o.ep, buf.data(), size, NULL, FI_ADDR_UNSPEC, 0,
+                     ~0ull, &buf) != 0) {
+            return 23;
+        }
+        ret = peer_wait_entry(s, FI_RECV, &e);
+        if (ret != 0) {
+            return (int)ret;
+        }
+        if ((e.op_context != &buf) || !(e.flags & FI_TAGGED) ||
+            (e.flags & FI_MSG) || (e.len > size)) {
+            return 24;
+        }
+        if (e.flags & FI_REMOTE_CQ_DATA) {
+            ret = fi_tsenddata(s->o.ep, buf.data(), e.len, NULL, e.data + 1,
+                               dest, e.tag, &e);
+        } else {
+            ret = fi_tsend(s->o.ep, buf.data(), e.len, NULL, dest, e.tag,
+                           &e);
+        }
+        if (ret != 0) {
+            return 25;
+        }
+        ret = peer_wait_entry(s, FI_SEND, &e);
+        if (ret != 0) {
+            return (int)ret;
+        }
+    }
+    return 0;
+}
+
 /* send n messages to `to` and wait for their send completions */
 int peer_send_all(peer_state *s, uint64_t n, uint64_t size, const void *to,
                   size_t to_len)
 {
     std::vector<std::vector<uint8_t>> bufs(n);
-    struct fi_cq_data_entry e;
+    struct fi_cq_tagged_entry e;
     fi_addr_t dest;
     ssize_t ret;
 
@@ -579,14 +632,19 @@ int peer_serve(peer_state *s, int in, int out)
             }
             return 0;
         }
-        case 'M': {
+        case 'M':
+        case 'T': {
             uint64_t code;
             memcpy(args, msg.data(), 16);
             if ((msg.size() <= 16) || (args[1] > ((uint64_t)16 << 20))) {
                 return 2;
             }
-            code = (uint64_t)peer_echo(s, args[0], args[1], msg.data() + 16,
-                                       msg.size() - 16);
+            code = (uint64_t)((cmd == 'M') ?
+                              peer_echo(s, args[0], args[1],
+                                        msg.data() + 16, msg.size() - 16) :
+                              peer_tagged_echo(s, args[0], args[1],
+                                               msg.data() + 16,
+                                               msg.size() - 16));
             reply.assign((uint8_t*)&code, (uint8_t*)&code + 8);
             break;
         }
@@ -630,9 +688,9 @@ int peer_main(int argc, char **argv)
     }
     p.progress  = (enum fi_progress)progress;
     p.prov_keys = prov_keys;
-    /* messages too: a test's FI_MSG endpoint talks to it */
-    p.caps      = FI_ATOMIC | FI_RMA | FI_MSG;
-    p.cq_format = FI_CQ_FORMAT_DATA;
+    /* messages too: a test's FI_MSG or FI_TAGGED endpoint talks to it */
+    p.caps      = FI_ATOMIC | FI_RMA | FI_MSG | FI_TAGGED;
+    p.cq_format = FI_CQ_FORMAT_TAGGED;
     if ((s.o.open_domain(p) != 0) || (s.o.open_ep() != 0)) {
         return 4;
     }

@@ -5,8 +5,8 @@
  * remote atomics and tells the test its fi_getname address, its key and
  * the region's remote address over a pipe. The test then sets and reads
  * the region's bytes through the peer, has the peer run fetch-adds of its
- * own on it, replace its region, or echo messages back through its own
- * endpoint. Every wait on the peer is bounded.
+ * own on it, replace its region, or echo messages (untagged or tagged)
+ * back through its own endpoint. Every wait on the peer is bounded.
  */
 #ifndef FIPROV_PEER_H_
 #define FIPROV_PEER_H_
@@ -59,6 +59,12 @@ public:
      *  pipe_timeout_ms, reading `progress` meanwhile: this process's
      *  domain progresses under manual progress too). */
     int echo_wait(struct fid_cntr *progress);
+    /** echo_start for tagged messages: the peer posts n tagged receives
+     *  that take any tag (one at a time) and sends each message back with
+     *  its tag (fi_tsend, or fi_tsenddata with remote CQ data one above
+     *  the message's); finish with echo_wait(). */
+    void tagged_echo_start(uint64_t n, uint64_t size,
+                           const std::vector<uint8_t> &to);
     /** The peer sends n messages of `size` bytes (pattern_byte(i, k) at
      *  byte k of message i) to `to`, waits for their send completions,
      *  then closes its domain and exits at once; returns at once: finish
@@ -111,7 +117,7 @@ static const int peer_wait_ms = 30000;
 
 /**
  * A two-process test: UCX_TLS set, the peer started, this process's
- * objects open (CQ in the data format, FI_READ and FI_WRITE counters) and
+ * objects open (CQ in cq_format(), FI_READ and FI_WRITE counters) and
  * the peer's address in the vector (m_dest).
  */
 class peer_test : public test_base,
@@ -119,6 +125,11 @@ class peer_test : public test_base,
 protected:
     /** The capabilities this process asks for. */
     virtual uint64_t caps() const { return FI_ATOMIC | FI_RMA; }
+    /** Its CQ's format. */
+    virtual enum fi_cq_format cq_format() const
+    {
+        return FI_CQ_FORMAT_DATA;
+    }
 
     void SetUp() override;
     void TearDown() override;

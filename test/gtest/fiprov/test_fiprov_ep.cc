@@ -8,8 +8,8 @@
  * (one address vector, a CQ per direction, a counter per direction flag,
  * nothing once enabled), enabling (-FI_ENOAV first),
  * message calls only with FI_MSG (before fi_enable out of state, to an
- * address the vector does not hold invalid), tagged calls answering
- * -FI_ENOSYS, and a domain, address vector,
+ * address the vector does not hold invalid), tagged calls likewise, and a
+ * domain, address vector,
  * CQ and counter that cannot close under an open endpoint.
  */
 #include "fiprov_fixture.h"
@@ -247,7 +247,7 @@ TEST_F(ep, bind_enable_and_busy_parents)
     m_av = NULL;
 }
 
-TEST_F(ep, transfers_need_enable_and_a_known_address_tags_not_implemented)
+TEST_F(ep, transfers_need_enable_and_a_known_address)
 {
     struct fid_ep *e = open_ep();
     uint64_t buf = 0, res = 0, cmp = 0;
@@ -261,6 +261,8 @@ TEST_F(ep, transfers_need_enable_and_a_known_address_tags_not_implemented)
                                          FI_UINT64, FI_SUM, NULL));
     EXPECT_EQ(-FI_EOPBADSTATE, fi_send(e, &buf, 8, NULL, 0, NULL));
     EXPECT_EQ(-FI_EOPBADSTATE, fi_recv(e, &buf, 8, NULL, 0, NULL));
+    EXPECT_EQ(-FI_EOPBADSTATE, fi_tsend(e, &buf, 8, NULL, 0, 0, NULL));
+    EXPECT_EQ(-FI_EOPBADSTATE, fi_trecv(e, &buf, 8, NULL, 0, 0, 0, NULL));
     open_av();
     ASSERT_EQ(0, fi_ep_bind(e, &m_av->fid, 0));
     ASSERT_EQ(0, fi_enable(e));
@@ -275,7 +277,8 @@ TEST_F(ep, transfers_need_enable_and_a_known_address_tags_not_implemented)
     EXPECT_EQ(-FI_EINVAL, fi_inject(e, &buf, 8, 0));
     EXPECT_EQ(-FI_EINVAL, fi_read(e, &buf, 8, NULL, 0, 0, 0, NULL));
     EXPECT_EQ(-FI_EINVAL, fi_write(e, &buf, 8, NULL, 0, 0, 0, NULL));
-    EXPECT_EQ(-FI_ENOSYS, fi_tsend(e, &buf, 8, NULL, 0, 0, NULL));
+    EXPECT_EQ(-FI_EINVAL, fi_tsend(e, &buf, 8, NULL, 0, 0, NULL));
+    EXPECT_EQ(-FI_EINVAL, fi_tinject(e, &buf, 8, 0, 0));
 }
 
 /* FI_SEND and FI_RECV modify the message capabilities: with neither FI_MSG

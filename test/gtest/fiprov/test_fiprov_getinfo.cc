@@ -158,6 +158,37 @@ TEST_F(getinfo, caps_beyond_the_offer_are_refused)
     fi_freeinfo(offer);
 }
 
+/* FI_TAGGED asked: offered, on the transmit and receive sides too; the tag
+ * format is 64 unstructured bits unless the hints name fields, which are
+ * given as asked (any layout fits the 64 bits the provider matches) */
+TEST_F(getinfo, tagged_offered_when_asked_with_the_tag_format_asked)
+{
+    m_hints->caps = FI_TAGGED | FI_SEND | FI_RECV;
+    ASSERT_EQ(0, ask());
+    ASSERT_EQ(2u, m_infos.size());
+    for (struct fi_info *info : m_infos) {
+        EXPECT_EQ((uint64_t)(FI_TAGGED | FI_SEND | FI_RECV), info->caps);
+        EXPECT_TRUE(info->tx_attr->caps & FI_TAGGED);
+        EXPECT_TRUE(info->rx_attr->caps & FI_TAGGED);
+        EXPECT_EQ(0xaaaaaaaaaaaaaaaaull, info->ep_attr->mem_tag_format);
+    }
+    for (uint64_t format : {0x30ffull, 0xffffffffffffffffull,
+                            0x00ffff0000ffffffull}) {
+        m_hints->ep_attr->mem_tag_format = format;
+        ASSERT_EQ(0, ask()) << std::hex << format;
+        for (struct fi_info *info : m_infos) {
+            EXPECT_EQ(format, info->ep_attr->mem_tag_format);
+        }
+    }
+    m_hints->tx_attr->caps = FI_TAGGED | FI_SEND;
+    m_hints->rx_attr->caps = FI_TAGGED | FI_RECV;
+    ASSERT_EQ(0, ask());
+    for (struct fi_info *info : m_infos) {
+        EXPECT_EQ((uint64_t)(FI_TAGGED | FI_SEND), info->tx_attr->caps);
+        EXPECT_EQ((uint64_t)(FI_TAGGED | FI_RECV), info->rx_attr->caps);
+    }
+}
+
 TEST_F(getinfo, transfer_caps_only_with_endpoints)
 {
     struct fi_info *offer = unhinted();
@@ -182,14 +213,20 @@ TEST_F(getinfo, transfer_caps_only_with_endpoints)
     } else {
         ASSERT_EQ(0, ret);
         EXPECT_EQ(0, fi_close(&ep->fid));
-        /* atomics, RMA and messages are implemented; tags, directed
-         * receives and sources are not */
-        EXPECT_EQ((uint64_t)(FI_ATOMIC | FI_RMA | FI_MSG | FI_SEND |
-                             FI_RECV),
-                  offer->caps & (FI_ATOMIC | FI_RMA | FI_MSG | FI_SEND |
-                                 FI_RECV));
-        EXPECT_EQ(0u, offer->caps & (FI_TAGGED | FI_DIRECTED_RECV |
-                                     FI_SOURCE));
+        /* atomics, RMA, messages and tagged messages are implemented,
+         * on both sides; directed receives and sources are not */
+        const uint64_t done = FI_ATOMIC | FI_RMA | FI_MSG | FI_TAGGED |
+                              FI_SEND | FI_RECV;
+        EXPECT_EQ(done, offer->caps & done);
+        EXPECT_EQ(done & ~(uint64_t)FI_ATOMIC & ~(uint64_t)FI_RMA,
+                  offer->tx_attr->caps & (FI_MSG | FI_TAGGED | FI_SEND |
+                                          FI_RECV));
+        EXPECT_EQ(done & ~(uint64_t)FI_ATOMIC & ~(uint64_t)FI_RMA,
+                  offer->rx_attr->caps & (FI_MSG | FI_TAGGED | FI_SEND |
+                                          FI_RECV));
+        EXPECT_EQ(0u, offer->caps & (FI_DIRECTED_RECV | FI_SOURCE));
+        /* 64 tag bits, unstructured (fi_endpoint(3)) */
+        EXPECT_EQ(0xaaaaaaaaaaaaaaaaull, offer->ep_attr->mem_tag_format);
         /* a message's limits: 4 MiB (fi_fiatomic(7)), 8 bytes of remote
          * CQ data, up to 4 iov entries each way */
         EXPECT_EQ((size_t)4 << 20, offer->ep_attr->max_msg_size);

@@ -3,15 +3,18 @@
  * through the provider) connects to an endpoint's domain and sends message
  * headers of its own making. Headers that break the format (short, bad
  * magic, a length that is not the data's, unknown flags, data without its
- * flag, a non-zero reserved field) and messages to an endpoint id or nonce
- * that does not exist reach no receive; messages numbered out of order are
- * received in their numbers' order, and a number already delivered is
- * dropped. The header layout is the one fip_msg.c sends (48 bytes, host
- * order): magic "fipM", endpoint id, nonce, length, data, number, flags,
- * reserved.
+ * flag, a tag without its flag, a non-zero reserved field) and messages to
+ * an endpoint id or nonce that does not exist reach no receive; messages
+ * numbered out of order are received in their numbers' order, and a number
+ * already delivered is dropped; a tagged message reaches a tagged receive
+ * with its tag, and only one, and nothing on an endpoint opened without
+ * FI_TAGGED. The header layout is the one fip_msg.c
+ * sends (56 bytes, host order): magic "fipM", endpoint id, nonce, length,
+ * data, number, tag, flags, reserved.
  */
 #include "fiprov_fixture.h"
 
+#include <rdma/fi_tagged.h>
 #include <ucp/api/ucp.h>
 
 #include <arpa/inet.h>
@@ -25,6 +28,7 @@ namespace {
 const unsigned am_msg   = 1012;
 const uint32_t magic    = 0x6669704du;
 const uint32_t has_data = 1;
+const uint32_t is_tagged = 2;
 const int wait_ms       = 30000;
 
 struct wire_hdr {
@@ -34,11 +38,12 @@ struct wire_hdr {
     uint64_t len;
     uint64_t data;
     uint64_t seq;
+    uint64_t tag;
     uint32_t flags;
     uint32_t reserved;
 };
 
-static_assert(sizeof(wire_hdr) == 48, "the header is 48 bytes");
+static_assert(sizeof(wire_hdr) == 56, "the header is 56 bytes");
 
 int64_t now_ms()
 {
@@ -182,8 +187,8 @@ protected:
         size_t len = sizeof(m_addr);
 
         test_base::SetUp();
-        p.caps      = FI_MSG;
-        p.cq_format = FI_CQ_FORMAT_DATA;
+        p.caps      = FI_MSG | FI_TAGGED;
+        p.cq_format = FI_CQ_FORMAT_TAGGED;
         ASSERT_EQ(0, m_o.open_domain(p));
         ASSERT_EQ(0, m_o.open_ep());
         ASSERT_EQ(0, fi_getname(&m_o.ep->fid, m_addr, &len));
@@ -216,10 +221,11 @@ protected:
         ASSERT_EQ(UCS_OK, m_raw.send(&h, sizeof(h), text, strlen(text)));
     }
 
-    /* the next receive entry (bounded): the receive's buffer as text */
-    void next(std::string *got)
+    /* the next receive entry (bounded): the receive's buffer as text, and
+     * the entry */
+    void next(std::string *got, struct fi_cq_tagged_entry *entry = NULL)
     {
-        struct fi_cq_data_entry e;
+        struct fi_cq_tagged_entry e;
         int64_t deadline = now_ms() + wait_ms;
         ssize_t n;
 
@@ -229,6 +235,9 @@ protected:
         ASSERT_EQ(1, n);
         ASSERT_TRUE(e.flags & FI_RECV);
         *got = std::string((const char*)e.op_context, e.len);
+        if (entry != NULL) {
+            *entry = e;
+        }
     }
 
     objects  m_o;
@@ -253,11 +262,14 @@ TEST_F(msg_wire, malformed_headers_and_unknown_endpoints_reach_nothing)
     h = hdr(0, 4);
     send(h, "length");                  /* 6 bytes, 4 said */
     h = hdr(0, 5);
-    h.flags = 2;
+    h.flags = 4;
     send(h, "flags");
     h = hdr(0, 4);
     h.data = 7;                         /* data without its flag */
     send(h, "data");
+    h = hdr(0, 3);
+    h.tag = 9;                          /* a tag without its flag */
+    send(h, "tag");
     h = hdr(0, 8);
     h.reserved = 1;
     send(h, "reserved");
@@ -276,7 +288,7 @@ TEST_F(msg_wire, malformed_headers_and_unknown_endpoints_reach_nothing)
     next(&got);
     EXPECT_EQ("good", got);
     m_raw.progress(100);
-    struct fi_cq_data_entry e;
+    struct fi_cq_tagged_entry e;
     EXPECT_EQ(-FI_EAGAIN, fi_cq_read(m_o.cq, &e, 1))
         << "a malformed message was received";
     EXPECT_EQ(1u, fi_cntr_read(m_o.rvcntr));
@@ -301,6 +313,115 @@ TEST_F(msg_wire, numbered_messages_are_received_in_order)
         next(&got);
         EXPECT_EQ(want, got);
     }
+}
+
+/* a tagged message fills the tagged receive of its tag, with the tag in
+ * its entry, and not an untagged receive posted before it; an untagged one
+ * the untagged receive */
+TEST_F(msg_wire, tagged_headers_reach_tagged_receives)
+{
+    char plain[16] = {}, other[16] = {}, tagged[16] = {};
+    struct fi_cq_tagged_entry e;
+    std::string got;
+    wire_hdr h;
+
+    ASSERT_EQ(0, fi_recv(m_o.ep, plain, sizeof(plain), NULL, FI_ADDR_UNSPEC,
+                         plain));
+    ASSERT_EQ(0, fi_trecv(m_o.ep, other, sizeof(other), NULL,
+                          FI_ADDR_UNSPEC, 6, 0, other));
+    ASSERT_EQ(0, fi_trecv(m_o.ep, tagged, sizeof(tagged), NULL,
+                          FI_ADDR_UNSPEC, 0x5000000000000005ull, 0,
+                          tagged));
+    h       = hdr(0, 6);
+    h.flags = is_tagged;
+    h.tag   = 0x5000000000000005ull;
+    send(h, "tagged");
+    next(&got, &e);
+    EXPECT_EQ("tagged", got);
+    EXPECT_EQ((void*)tagged, e.op_context);
+    EXPECT_EQ(0x5000000000000005ull, e.tag);
+    EXPECT_EQ((uint64_t)(FI_TAGGED | FI_RECV),
+              e.flags & (FI_TAGGED | FI_MSG | FI_RECV));
+    send(hdr(1, 5), "plain");
+    next(&got, &e);
+    EXPECT_EQ("plain", got);
+    EXPECT_EQ((void*)plain, e.op_context);
+    EXPECT_EQ((uint64_t)(FI_MSG | FI_RECV),
+              e.flags & (FI_TAGGED | FI_MSG | FI_RECV));
+    m_raw.progress(100);
+    EXPECT_EQ(-FI_EAGAIN, fi_cq_read(m_o.cq, &e, 1))
+        << "the receive of tag 6 took something";
+}
+
+/* tagged messages to an endpoint opened without FI_TAGGED reach nothing
+ * and take no room: as many as its unexpected queue holds (1024), then an
+ * untagged message, which arrives */
+TEST_F(msg_wire, tagged_headers_reach_no_untagged_endpoint)
+{
+    struct fi_info *info = fi_dupinfo(m_o.info);
+    struct fid_ep *ep    = NULL;
+    struct fid_cq *cq    = NULL;
+    struct fi_cq_attr cq_attr = {};
+    uint8_t addr[64];
+    size_t len = sizeof(addr);
+    char buf[2][16] = {};
+    struct fi_cq_tagged_entry e;
+    int64_t deadline;
+    ssize_t n;
+
+    ASSERT_NE(nullptr, info);
+    info->caps          = FI_MSG;
+    info->tx_attr->caps = FI_MSG;
+    info->rx_attr->caps = FI_MSG;
+    cq_attr.format      = FI_CQ_FORMAT_TAGGED;
+    ASSERT_EQ(0, fi_cq_open(m_o.domain, &cq_attr, &cq, NULL));
+    ASSERT_EQ(0, fi_endpoint(m_o.domain, info, &ep, NULL));
+    fi_freeinfo(info);
+    ASSERT_EQ(0, fi_ep_bind(ep, &m_o.av->fid, 0));
+    ASSERT_EQ(0, fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
+    ASSERT_EQ(0, fi_enable(ep));
+    ASSERT_EQ(0, fi_getname(&ep->fid, addr, &len));
+
+    wire_hdr h = {};
+    h.magic = magic;
+    h.ep_id = (uint32_t)get_be(addr + 8, 4);
+    h.nonce = get_be(addr + 16, 8);
+    h.len   = 6;
+    h.flags = is_tagged;
+    h.tag   = 1;
+    for (h.seq = 0; h.seq < 1024; ++h.seq) {
+        send(h, "tagged");
+    }
+    h.len   = 5;
+    h.flags = 0;
+    h.tag   = 0;
+    send(h, "plain");
+    /* a last message to the fixture's endpoint over the same connection:
+     * once it is received, every message before it was dispatched */
+    char fence[16] = {};
+    std::string got;
+    ASSERT_EQ(0, fi_recv(m_o.ep, fence, sizeof(fence), NULL,
+                         FI_ADDR_UNSPEC, fence));
+    send(hdr(1025, 5), "fence");
+    next(&got);
+    ASSERT_EQ("fence", got);
+    /* the receives after the messages: the untagged one waited, in room
+     * the tagged ones did not take */
+    for (auto &b : buf) {
+        ASSERT_EQ(0, fi_recv(ep, b, sizeof(b), NULL, FI_ADDR_UNSPEC, b));
+    }
+    deadline = now_ms() + wait_ms;
+    while ((n = fi_cq_read(cq, &e, 1)) == -FI_EAGAIN) {
+        ASSERT_LT(now_ms(), deadline) << "no message received";
+    }
+    ASSERT_EQ(1, n);
+    EXPECT_EQ((void*)buf[0], e.op_context);
+    EXPECT_EQ("plain", std::string(buf[0], e.len));
+    m_raw.progress(100);
+    EXPECT_EQ(-FI_EAGAIN, fi_cq_read(cq, &e, 1))
+        << "the tagged message reached the untagged endpoint";
+    EXPECT_EQ(0, fi_close(&ep->fid));
+    EXPECT_EQ(0, fi_close(&cq->fid));
 }
 
 } // namespace
