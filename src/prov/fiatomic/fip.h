@@ -521,6 +521,10 @@ extern struct fi_ops_collective fip_nosys_collective_ops;
 /** Operation flags a transmit context accepts as defaults (op_flags). */
 #define FIP_TX_OP_FLAGS     (FI_COMPLETION | FI_DELIVERY_COMPLETE | \
                              FI_TRANSMIT_COMPLETE | FI_INJECT_COMPLETE)
+/** Operation flags a receive context accepts as defaults: FI_COMPLETION
+ *  (a receive reports its success under FI_SELECTIVE_COMPLETION; Open MPI's
+ *  mtl ofi asks for it). */
+#define FIP_RX_OP_FLAGS     FI_COMPLETION
 /** Orderings the provider guarantees (msg_order): every peer's operations
  *  go through one libfiatomic endpoint created with these orderings. */
 #define FIP_MSG_ORDER       (FI_ORDER_ATOMIC_RAR | FI_ORDER_ATOMIC_RAW | \

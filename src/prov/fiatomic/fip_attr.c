@@ -27,7 +27,7 @@ void fip_attr_fill(struct fi_info *info, uint64_t mr_mode)
 
     info->rx_attr->caps          = FIP_CAPS;
     info->rx_attr->mode          = 0;
-    info->rx_attr->op_flags      = 0;
+    info->rx_attr->op_flags      = FIP_RX_OP_FLAGS;
     info->rx_attr->msg_order     = FIP_MSG_ORDER | FIP_MSG_ORDER_MSG;
     info->rx_attr->comp_order    = FI_ORDER_NONE;
     info->rx_attr->size          = FIATOMIC_MAX_INFLIGHT_DEFAULT;
