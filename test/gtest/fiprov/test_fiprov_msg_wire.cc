@@ -23,6 +23,7 @@
 #include <arpa/inet.h>
 #include <string.h>
 #include <time.h>
+#include <vector>
 
 using namespace fiprov_test;
 
@@ -520,6 +521,65 @@ TEST_F(msg_wire, sources_are_looked_up_and_directed_receives_match_them)
     /* the receives for x + 1 and for the removed x took nothing */
     m_raw.progress(100);
     EXPECT_EQ(-FI_EAGAIN, fi_cq_read(m_o.cq, &e, 1));
+}
+
+/* the reverse map among many entries: 500 made-up endpoints inserted (the
+ * map grows from 64 buckets), every third removed, one inserted again: a
+ * message's source is its address's entry, the newest of two equal ones,
+ * FI_ADDR_NOTAVAIL for a removed one */
+TEST_F(msg_wire, sources_are_found_among_many_entries)
+{
+    const size_t count = 500;
+    std::vector<uint8_t> addrs(count * 24);
+    std::vector<fi_addr_t> fi_addrs(count);
+    std::vector<size_t> removed;
+    fi_addr_t again;
+    uint64_t seq = 0;
+
+    for (size_t i = 0; i < count; ++i) {
+        uint8_t *a    = &addrs[i * 24];
+        uint32_t ep_id = 100000 + (uint32_t)i * 7919;
+
+        memcpy(a, m_addr, 24);
+        for (int b = 0; b < 4; ++b) {
+            a[8 + b] = (uint8_t)(ep_id >> (8 * (3 - b)));
+        }
+    }
+    ASSERT_EQ((int)count, fi_av_insert(m_o.av, addrs.data(), count,
+                                       fi_addrs.data(), 0, NULL));
+    for (size_t i = 2; i < count; i += 3) {
+        ASSERT_EQ(0, fi_av_remove(m_o.av, &fi_addrs[i], 1, 0));
+        removed.push_back(i);
+    }
+    ASSERT_EQ(1, fi_av_insert(m_o.av, &addrs[7 * 24], 1, &again, 0, NULL));
+    ASSERT_NE(fi_addrs[7], again);
+
+    for (size_t i : {0, 1, 3, 7, 250, 251, 499, 2, 497}) {
+        char buf[16] = {};
+        struct fi_cq_tagged_entry e;
+        fi_addr_t src  = 0;
+        int64_t deadline;
+        ssize_t n;
+        wire_hdr h = hdr(seq++, 4);
+
+        memcpy(h.src, &addrs[i * 24], 24);
+        ASSERT_EQ(0, fi_recv(m_o.ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC,
+                             buf));
+        send(h, "many");
+        deadline = now_ms() + wait_ms;
+        while ((n = fi_cq_readfrom(m_o.cq, &e, 1, &src)) == -FI_EAGAIN) {
+            ASSERT_LT(now_ms(), deadline) << "no message received";
+        }
+        ASSERT_EQ(1, n);
+        EXPECT_EQ("many", std::string(buf, e.len));
+        if (i == 7) {
+            EXPECT_EQ(again, src);
+        } else if (i % 3 == 2) {
+            EXPECT_EQ(FI_ADDR_NOTAVAIL, src) << i;
+        } else {
+            EXPECT_EQ(fi_addrs[i], src) << i;
+        }
+    }
 }
 
 } // namespace
