@@ -11,7 +11,7 @@
  * address is the sender's entry in the address vector, and every byte is
  * the sender's. A domain that sends to itself (FI_LOCAL_COMM) gets its own
  * entry as the source, and only receives directed to it or to any source
- * take those messages.
+ * take those messages; two endpoints of one domain are told apart.
  */
 #include "fiprov_peer.h"
 
@@ -317,6 +317,57 @@ TEST_P(directed3p, messages_to_itself_name_its_own_entry)
     EXPECT_EQ((void*)for_a, e.op_context);
     EXPECT_EQ(m_dest, src);
     take_fence(m_dest);
+}
+
+/* FI_LOCAL_COMM between two endpoints of one domain (one connection, two
+ * senders): each message's source is its own endpoint's entry, and a
+ * receive for one endpoint does not take the other's message */
+TEST_P(directed3p, endpoints_of_one_domain_are_told_apart)
+{
+    struct fid_ep *ep2 = NULL;
+    struct fid_cntr *sent2 = NULL;
+    struct fi_cntr_attr cntr_attr = {};
+    uint8_t addr2[64];
+    size_t len = sizeof(addr2);
+    fi_addr_t self, other;
+    char from_other[16] = {}, from_self[16] = {};
+    struct fi_cq_tagged_entry e;
+    fi_addr_t src;
+
+    ASSERT_EQ(0, fi_endpoint(m_o.domain, m_o.info, &ep2, NULL));
+    ASSERT_EQ(0, fi_ep_bind(ep2, &m_o.av->fid, 0));
+    ASSERT_EQ(0, fi_cntr_open(m_o.domain, &cntr_attr, &sent2, NULL));
+    /* its sends are counted, not queued */
+    ASSERT_EQ(0, fi_ep_bind(ep2, &m_o.cq->fid, FI_RECV));
+    ASSERT_EQ(0, fi_ep_bind(ep2, &sent2->fid, FI_SEND));
+    ASSERT_EQ(0, fi_enable(ep2));
+    ASSERT_EQ(0, fi_getname(&ep2->fid, addr2, &len));
+    ASSERT_EQ(1, fi_av_insert(m_o.av, m_self, 1, &self, 0, NULL));
+    ASSERT_EQ(1, fi_av_insert(m_o.av, addr2, 1, &other, 0, NULL));
+
+    /* the receive for the other endpoint first: its own message, sent
+     * first, must pass it by */
+    ASSERT_EQ(0, fi_recv(m_o.ep, from_other, sizeof(from_other), NULL, other,
+                         from_other));
+    ASSERT_EQ(0, fi_recv(m_o.ep, from_self, sizeof(from_self), NULL, self,
+                         from_self));
+    ASSERT_EQ(0, fi_send(m_o.ep, "mine", 4, NULL, self, NULL));
+    ASSERT_EQ(0, fi_send(ep2, "other", 5, NULL, self, NULL));
+    for (int n = 0; n < 2; ++n) {
+        next(&e, &src);
+        ASSERT_FALSE(HasFatalFailure());
+        if (e.op_context == from_self) {
+            EXPECT_EQ("mine", std::string(from_self, e.len));
+            EXPECT_EQ(self, src);
+        } else {
+            EXPECT_EQ((void*)from_other, e.op_context);
+            EXPECT_EQ("other", std::string(from_other, e.len));
+            EXPECT_EQ(other, src);
+        }
+    }
+    EXPECT_EQ(0, fi_cntr_wait(sent2, 1, peer_wait_ms));
+    EXPECT_EQ(0, fi_close(&ep2->fid));
+    EXPECT_EQ(0, fi_close(&sent2->fid));
 }
 
 INSTANTIATE_TEST_SUITE_P(tls, directed3p, testing::ValuesIn(peer_params),
