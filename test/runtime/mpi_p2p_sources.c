@@ -17,9 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MSGS 8
+#define MSGS     6
+#define MAX_SIZE 300000
 
-static const int sizes[] = {1, 100, 4096, 70000, 1 << 20};
+static const int sizes[] = {1, 100, 4096, 70000, MAX_SIZE};
 
 static unsigned char pattern(int src, int dst, int size, int i, size_t k)
 {
@@ -60,8 +61,8 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    sbuf = malloc((size_t)nranks * MSGS * (1 << 20));
-    rbuf = malloc(1 << 20);
+    sbuf = malloc((size_t)nranks * MSGS * MAX_SIZE);
+    rbuf = malloc(MAX_SIZE);
     reqs = malloc(sizeof(*reqs) * (size_t)nranks * MSGS);
     next = calloc((size_t)nranks, sizeof(*next));
     if ((sbuf == NULL) || (rbuf == NULL) || (reqs == NULL) || (next == NULL)) {
