@@ -15,7 +15,7 @@ src=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}/test/runtime
 provdir=$(cd ./src/prov/fiatomic/.libs 2>/dev/null && pwd)
 for tool in mpirun mpicc; do
     if ! command -v "$tool" > /dev/null 2>&1; then
-        echo "SKIP: $tool is not installed (Debian's openmpi-bin, libopenmpi-dev)"
+        echo "SKIP: $tool is not installed (openmpi-bin, libopenmpi-dev)"
         exit 77
     fi
 done
