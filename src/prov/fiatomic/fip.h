@@ -205,9 +205,15 @@ size_t fip_addr_str(const fip_addr_t *addr, char *buf, size_t len);
  *  included: their indices are not reused). */
 #define FIP_AV_MAX (1u << 20)
 
+/** The end of a chain of the reverse map (fip_av_entry_t's rnext). */
+#define FIP_AV_RNIL UINT32_MAX
+
 typedef struct fip_av_entry {
     fip_addr_t addr;
     int        used;    /* 0 once removed */
+    uint8_t    packed[FIP_ADDR_LEN]; /* the bytes inserted, as fi_getname
+                                        gives them and messages carry */
+    uint32_t   rnext;   /* the next used entry in its reverse-map chain */
 } fip_av_entry_t;
 
 typedef struct fip_av {
@@ -217,6 +223,12 @@ typedef struct fip_av {
     fip_av_entry_t     *entries;   /* under lock */
     size_t             count;      /* entries handed out */
     size_t             capacity;
+    /* the reverse map (fip_av_reverse): chains of the used entries by
+     * the hash of their packed address, at most one bucket per entry
+     * handed out (and FIP_AV_MAX) */
+    uint32_t           *rbuckets;  /* under lock */
+    size_t             rbucket_count; /* a power of two */
+    size_t             used_count; /* entries in the chains */
     int                bound;      /* endpoints bound (-FI_EBUSY) */
     struct fip_eq      *eq;        /* bound event queue: inserts complete
                                       before they return, so no events */
@@ -225,6 +237,11 @@ typedef struct fip_av {
 
 int fip_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
                 struct fid_av **av_p, void *context);
+
+/** The fi_addr_t of the used entry whose packed address is `packed`
+ *  (FIP_ADDR_LEN bytes, compared as they are), the newest one if several;
+ *  FI_ADDR_NOTAVAIL when none or without an address vector. */
+fi_addr_t fip_av_reverse(fip_av_t *av, const uint8_t *packed);
 
 
 /* ---- endpoints (fip_ep.c, fip_listen.c, fip_ep_nosys.c) ---------------- */
@@ -251,6 +268,7 @@ typedef struct fip_op {
     uint64_t           data;       /* remote CQ data (FI_REMOTE_CQ_DATA) */
     size_t             olen;       /* bytes cut off (FI_ETRUNC) */
     uint64_t           tag;        /* a tagged receive's message tag */
+    fi_addr_t          src;        /* a receive's source (FI_SOURCE) */
     /* RMA: the UCP requests still running, plus one while posting; the
      * first failure */
     int                pending;    /* atomic */
@@ -351,6 +369,8 @@ typedef struct fip_ep {
     /* messages (fip_msg.c), when the endpoint has FI_MSG, FI_TAGGED */
     int                msg;
     int                tagged;
+    int                directed;   /* FI_DIRECTED_RECV: receives match
+                                      their src_addr */
     struct fip_ep      *msg_next;  /* in the domain's msg_eps */
     pthread_mutex_t    rx_lock;    /* the queues below */
     fip_msg_queue_t    queues[2];  /* FIP_MSG_Q_UNTAGGED, _TAGGED */
@@ -491,7 +511,9 @@ extern struct fi_ops_collective fip_nosys_collective_ops;
 /** The capabilities the provider implements: the only ones it offers. */
 #define FIP_CAPS            (FI_ATOMIC | FI_RMA | FI_MSG | FI_TAGGED | \
                              FI_READ | FI_WRITE | FI_REMOTE_READ | \
-                             FI_REMOTE_WRITE | FI_SEND | FI_RECV)
+                             FI_REMOTE_WRITE | FI_SEND | FI_RECV | \
+                             FI_DIRECTED_RECV | FI_SOURCE | \
+                             FI_LOCAL_COMM | FI_REMOTE_COMM)
 /** The tag format offered when the hints name none: 64 bits, unstructured
  *  (fi_endpoint(3): alternating ones and zeros); every bit of a tag and of
  *  an ignore mask matters. */
@@ -499,10 +521,20 @@ extern struct fi_ops_collective fip_nosys_collective_ops;
 /** Operation flags a transmit context accepts as defaults (op_flags). */
 #define FIP_TX_OP_FLAGS     (FI_COMPLETION | FI_DELIVERY_COMPLETE | \
                              FI_TRANSMIT_COMPLETE | FI_INJECT_COMPLETE)
+/** Operation flags a receive context accepts as defaults: FI_COMPLETION
+ *  (a receive reports its success under FI_SELECTIVE_COMPLETION; Open MPI's
+ *  mtl ofi asks for it). */
+#define FIP_RX_OP_FLAGS     FI_COMPLETION
 /** Orderings the provider guarantees (msg_order): every peer's operations
  *  go through one libfiatomic endpoint created with these orderings. */
 #define FIP_MSG_ORDER       (FI_ORDER_ATOMIC_RAR | FI_ORDER_ATOMIC_RAW | \
                              FI_ORDER_ATOMIC_WAR | FI_ORDER_ATOMIC_WAW)
+/** And of messages, offered besides (fip_msg.c): a connection's messages
+ *  are numbered by its sender and matched at the target in that order,
+ *  and all endpoints of one domain send to another domain over its one
+ *  connection, so sends from one endpoint to another match in the order
+ *  they were posted (FI_ORDER_SAS). */
+#define FIP_MSG_ORDER_MSG   FI_ORDER_SAS
 /** iov and rma_iov entries one call takes (tx_attr's limits). */
 #define FIP_IOV_LIMIT       4
 /** Bytes FI_INJECT takes (tx_attr's inject_size): one 32-byte element and

@@ -18,7 +18,7 @@ void fip_attr_fill(struct fi_info *info, uint64_t mr_mode)
     info->tx_attr->caps          = FIP_CAPS;
     info->tx_attr->mode          = 0;
     info->tx_attr->op_flags      = FIP_TX_OP_FLAGS;
-    info->tx_attr->msg_order     = FIP_MSG_ORDER;
+    info->tx_attr->msg_order     = FIP_MSG_ORDER | FIP_MSG_ORDER_MSG;
     info->tx_attr->comp_order    = FI_ORDER_NONE;
     info->tx_attr->inject_size   = FIP_INJECT_SIZE;
     info->tx_attr->size          = FIATOMIC_MAX_INFLIGHT_DEFAULT;
@@ -27,8 +27,8 @@ void fip_attr_fill(struct fi_info *info, uint64_t mr_mode)
 
     info->rx_attr->caps          = FIP_CAPS;
     info->rx_attr->mode          = 0;
-    info->rx_attr->op_flags      = 0;
-    info->rx_attr->msg_order     = FIP_MSG_ORDER;
+    info->rx_attr->op_flags      = FIP_RX_OP_FLAGS;
+    info->rx_attr->msg_order     = FIP_MSG_ORDER | FIP_MSG_ORDER_MSG;
     info->rx_attr->comp_order    = FI_ORDER_NONE;
     info->rx_attr->size          = FIATOMIC_MAX_INFLIGHT_DEFAULT;
     info->rx_attr->iov_limit     = FIP_IOV_LIMIT;

@@ -6,7 +6,9 @@
  * entry's index is never handed out again, so a stale fi_addr_t cannot
  * silently name a newer peer. Inserts are synchronous (no FI_EVENT: an
  * event queue a program binds gets nothing); the number of entries is
- * capped (FIP_AV_MAX).
+ * capped (FIP_AV_MAX). A reverse map (fip_av_reverse) finds the entry of a
+ * message's source address: hash chains of the used entries, kept on
+ * insert and remove, with no more buckets than entries handed out.
  */
 #include "fip.h"
 
@@ -15,6 +17,8 @@
 
 /* first allocation when the program gives no count */
 #define FIP_AV_COUNT_DEFAULT 64
+/* the reverse map's first bucket count */
+#define FIP_AV_RBUCKETS_MIN  64
 
 static fip_av_t *fip_av_of(struct fid_av *av_fid)
 {
@@ -47,6 +51,95 @@ int fip_av_get(fip_av_t *av, fi_addr_t fi_addr, fip_addr_t *addr)
     }
     pthread_mutex_unlock(&av->lock);
     return ret;
+}
+
+/* FNV-1a of a packed address: its bytes are opaque here */
+static uint32_t fip_av_hash(const uint8_t *packed)
+{
+    uint32_t h = 2166136261u;
+    size_t i;
+
+    for (i = 0; i < FIP_ADDR_LEN; ++i) {
+        h = (h ^ packed[i]) * 16777619u;
+    }
+    return h;
+}
+
+static uint32_t *fip_av_rbucket(fip_av_t *av, const uint8_t *packed)
+{
+    return &av->rbuckets[fip_av_hash(packed) & (av->rbucket_count - 1)];
+}
+
+/* chain a used entry into the reverse map, at its bucket's head (so that a
+ * lookup finds the newest of equal addresses); under av->lock */
+static void fip_av_rlink(fip_av_t *av, uint32_t index)
+{
+    uint32_t *bucket = fip_av_rbucket(av, av->entries[index].packed);
+
+    av->entries[index].rnext = *bucket;
+    *bucket                  = index;
+}
+
+static void fip_av_runlink(fip_av_t *av, uint32_t index)
+{
+    uint32_t *p = fip_av_rbucket(av, av->entries[index].packed);
+
+    while (*p != FIP_AV_RNIL) {
+        if (*p == index) {
+            *p = av->entries[index].rnext;
+            return;
+        }
+        p = &av->entries[*p].rnext;
+    }
+}
+
+/* as many buckets as used entries once they outgrow them (the chains stay
+ * short); a failed growth keeps the old buckets. Under av->lock. */
+static void fip_av_rgrow(fip_av_t *av)
+{
+    size_t count = av->rbucket_count * 2;
+    uint32_t *buckets;
+    size_t i;
+
+    if ((av->used_count <= av->rbucket_count) || (count > FIP_AV_MAX)) {
+        return;
+    }
+    buckets = malloc(count * sizeof(*buckets));
+    if (buckets == NULL) {
+        return;
+    }
+    for (i = 0; i < count; ++i) {
+        buckets[i] = FIP_AV_RNIL;
+    }
+    free(av->rbuckets);
+    av->rbuckets      = buckets;
+    av->rbucket_count = count;
+    /* oldest first, so that each chain keeps the newest at its head */
+    for (i = 0; i < av->count; ++i) {
+        if (av->entries[i].used) {
+            fip_av_rlink(av, (uint32_t)i);
+        }
+    }
+}
+
+fi_addr_t fip_av_reverse(fip_av_t *av, const uint8_t *packed)
+{
+    fi_addr_t found = FI_ADDR_NOTAVAIL;
+    uint32_t index;
+
+    if (av == NULL) {
+        return FI_ADDR_NOTAVAIL;
+    }
+    pthread_mutex_lock(&av->lock);
+    for (index = *fip_av_rbucket(av, packed); index != FIP_AV_RNIL;
+         index = av->entries[index].rnext) {
+        if (memcmp(av->entries[index].packed, packed, FIP_ADDR_LEN) == 0) {
+            found = index;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&av->lock);
+    return found;
 }
 
 /* room for one more entry; under av->lock */
@@ -110,11 +203,16 @@ static int fip_av_insert(struct fid_av *av_fid, const void *addr,
         if (ret == 0) {
             av->entries[av->count].used = 1;
             av->entries[av->count].addr = decoded;
+            /* repacked: the form a message's source comes in */
+            fip_addr_pack(&decoded, av->entries[av->count].packed);
+            fip_av_rlink(av, (uint32_t)av->count);
             if (fi_addr != NULL) {
                 fi_addr[i] = av->count;
             }
             ++av->count;
+            ++av->used_count;
             ++inserted;
+            fip_av_rgrow(av);
         } else if (fi_addr != NULL) {
             fi_addr[i] = FI_ADDR_NOTAVAIL;
         }
@@ -168,7 +266,9 @@ static int fip_av_remove(struct fid_av *av_fid, fi_addr_t *fi_addr,
         }
     }
     for (i = 0; (i < count) && (ret == 0); ++i) {
+        fip_av_runlink(av, (uint32_t)fi_addr[i]);
         av->entries[fi_addr[i]].used = 0;
+        --av->used_count;
     }
     pthread_mutex_unlock(&av->lock);
     return ret;
@@ -246,6 +346,7 @@ static int fip_av_close(struct fid *fid)
     }
     fip_domain_child_remove(av->domain);
     pthread_mutex_destroy(&av->lock);
+    free(av->rbuckets);
     free(av->entries);
     free(av);
     return 0;
@@ -304,6 +405,7 @@ int fip_av_open(struct fid_domain *domain_fid, struct fi_av_attr *attr,
     size_t capacity      = FIP_AV_COUNT_DEFAULT;
     enum fi_av_type type;
     fip_av_t *av;
+    size_t i;
 
     if ((attr == NULL) || (av_p == NULL)) {
         return -FI_EINVAL;
@@ -339,11 +441,18 @@ int fip_av_open(struct fid_domain *domain_fid, struct fi_av_attr *attr,
     if (av == NULL) {
         return -FI_ENOMEM;
     }
-    av->entries = calloc(capacity, sizeof(*av->entries));
-    if (av->entries == NULL) {
+    av->entries  = calloc(capacity, sizeof(*av->entries));
+    av->rbuckets = malloc(FIP_AV_RBUCKETS_MIN * sizeof(*av->rbuckets));
+    if ((av->entries == NULL) || (av->rbuckets == NULL)) {
+        free(av->rbuckets);
+        free(av->entries);
         free(av);
         return -FI_ENOMEM;
     }
+    for (i = 0; i < FIP_AV_RBUCKETS_MIN; ++i) {
+        av->rbuckets[i] = FIP_AV_RNIL;
+    }
+    av->rbucket_count     = FIP_AV_RBUCKETS_MIN;
     pthread_mutex_init(&av->lock, NULL);
     av->domain            = domain;
     av->type              = type;

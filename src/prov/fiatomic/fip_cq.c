@@ -114,8 +114,8 @@ static ssize_t fip_cq_readfrom(struct fid_cq *cq_fid, void *buf,
         }
         fip_cq_fill(cq, op, (char*)buf + (size_t)n * size);
         if (src_addr != NULL) {
-            /* the provider does not report sources */
-            src_addr[n] = FI_ADDR_NOTAVAIL;
+            /* FI_SOURCE: a receive's sender in its endpoint's AV */
+            src_addr[n] = (op->flags & FI_RECV) ? op->src : FI_ADDR_NOTAVAIL;
         }
         free(op);
         ++n;

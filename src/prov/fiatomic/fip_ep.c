@@ -398,6 +398,8 @@ int fip_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
                                 !!(info->caps & FI_MSG);
     ep->tagged                = (info->caps == 0) ||
                                 !!(info->caps & FI_TAGGED);
+    ep->directed              = (info->caps == 0) ||
+                                !!(info->caps & FI_DIRECTED_RECV);
     pthread_mutex_init(&ep->rx_lock, NULL);
     ep->op_flags              = (info->tx_attr != NULL) ?
                                 info->tx_attr->op_flags : 0;

@@ -6,11 +6,21 @@
  * messages (fi_tagged(3), the calls in fip_tagged.c) with FI_TAGGED. A
  * message names the endpoint it is for (the id and nonce of its address);
  * the domain's handler finds it there and matches the message to the
- * oldest receive it has posted of its kind (no directed receives: any
- * source): an untagged message the oldest untagged receive, a tagged one
- * the oldest tagged receive whose tag equals the message's in the bits
- * its ignore mask leaves, so that messages from one endpoint to another
- * fill the receives they match in the order they were sent. A message
+ * oldest receive it has posted of its kind that takes its source: an
+ * untagged message the oldest untagged receive, a tagged one the oldest
+ * tagged receive whose tag equals the message's in the bits its ignore
+ * mask leaves, so that messages from one endpoint to another fill the
+ * receives they match in the order they were sent. Every message carries
+ * its sender's endpoint address (FIP_ADDR_LEN bytes, as fi_getname gives
+ * it), which the receiving endpoint looks up in its address vector on
+ * arrival (fip_av_reverse): the source of its completion (FI_SOURCE,
+ * FI_ADDR_NOTAVAIL when the vector has no such entry) and, on an endpoint
+ * with FI_DIRECTED_RECV, what a receive posted with a src_addr other than
+ * FI_ADDR_UNSPEC must equal to take it (a message from an unknown sender
+ * matches only FI_ADDR_UNSPEC receives). The address travels in every
+ * message rather than once per connection: a connection carries the
+ * messages of all endpoints of its domain, and a message then stands on
+ * its own, whatever order the connection's first messages arrive in. A message
  * that finds no receive waits in the endpoint's unexpected queue (copied,
  * or fetched by rendezvous into a buffer of its own), capped at
  * FIP_MSG_UX_MAX messages and FIP_MSG_UX_BYTES bytes: a message beyond
@@ -22,7 +32,8 @@
  * that nonce and takes messages of that kind); a message that fails is
  * dropped. A send completes when UCP has sent it, or, with
  * FI_DELIVERY_COMPLETE, after a flush of the connection that follows it.
- * Sources are not reported (no FI_SOURCE).
+ * A source address is as trustworthy as the peer: it must decode as an
+ * address, but a peer may name another endpoint's.
  */
 #include "fip.h"
 
@@ -44,6 +55,7 @@ typedef struct fip_msg_hdr {
     uint64_t tag;       /* with FIP_MSG_HDR_TAGGED, else 0 */
     uint32_t flags;
     uint32_t reserved;  /* 0 */
+    uint8_t  src[FIP_ADDR_LEN]; /* the sending endpoint's address */
 } fip_msg_hdr_t;
 
 /* a message that came before its turn: its header, and its bytes (copied)
@@ -79,6 +91,8 @@ typedef struct fip_msg_rx {
     size_t            size;      /* the iov's bytes */
     uint64_t          tag;       /* tagged: the tag it matches */
     uint64_t          ignore;    /* and the bits it ignores */
+    fi_addr_t         src;       /* the source it takes, FI_ADDR_UNSPEC:
+                                    any */
     void              *bounce;   /* a rendezvous into a buffer of ours */
     size_t            msg_len;   /* the rendezvous's message */
     uint64_t          msg_data;
@@ -94,6 +108,7 @@ typedef struct fip_msg_ux {
     uint64_t          data;
     uint64_t          flags;     /* FI_REMOTE_CQ_DATA */
     uint64_t          tag;       /* a tagged message's */
+    fi_addr_t         src;       /* its source in the endpoint's AV */
     int               arriving;  /* under rx_lock: rendezvous running */
     int               failed;    /* its rendezvous failed */
     fip_msg_rx_t      *rx;       /* under rx_lock: matched while arriving */
@@ -232,22 +247,27 @@ static fip_ep_t *fip_msg_ep_find(fip_domain_t *domain,
     return NULL;
 }
 
-/* whether a receive takes a message of tag `tag` (fi_tagged(3)); every
- * untagged receive takes every untagged message */
-static int fip_msg_matches(int tagged, const fip_msg_rx_t *rx, uint64_t tag)
+/* whether a receive takes a message of tag `tag` (fi_tagged(3); every
+ * untagged receive takes every untagged message) from `src` (a directed
+ * receive only its source's; FI_ADDR_UNSPEC and FI_ADDR_NOTAVAIL are the
+ * same value, so a message from an unknown sender matches only receives
+ * of any source) */
+static int fip_msg_matches(int tagged, const fip_msg_rx_t *rx, uint64_t tag,
+                           fi_addr_t src)
 {
-    return !tagged || (((tag ^ rx->tag) & ~rx->ignore) == 0);
+    return ((rx->src == FI_ADDR_UNSPEC) || (rx->src == src)) &&
+           (!tagged || (((tag ^ rx->tag) & ~rx->ignore) == 0));
 }
 
 /* take the oldest posted receive of the queue the message matches; NULL if
  * none. Under rx_lock. */
 static fip_msg_rx_t *fip_msg_rx_take(fip_msg_queue_t *q, int tagged,
-                                     uint64_t tag)
+                                     uint64_t tag, fi_addr_t src)
 {
     fip_msg_rx_t *rx, *prev = NULL;
 
     for (rx = q->rx_head; rx != NULL; prev = rx, rx = rx->next) {
-        if (fip_msg_matches(tagged, rx, tag)) {
+        if (fip_msg_matches(tagged, rx, tag, src)) {
             break;
         }
     }
@@ -273,7 +293,7 @@ static fip_msg_ux_t *fip_msg_ux_take(fip_msg_queue_t *q, int tagged,
     fip_msg_ux_t *ux, *prev = NULL;
 
     for (ux = q->ux_head; ux != NULL; prev = ux, ux = ux->next) {
-        if (fip_msg_matches(tagged, rx, ux->tag)) {
+        if (fip_msg_matches(tagged, rx, ux->tag, ux->src)) {
             break;
         }
     }
@@ -323,6 +343,7 @@ static void fip_msg_dispatch(fip_domain_t *domain, const fip_msg_hdr_t *hdr,
     int dropped          = 0;
     fip_msg_queue_t *q;
     uint64_t flags;
+    fi_addr_t src;
     fip_ep_t *ep;
 
     flags = (hdr->flags & FIP_MSG_HDR_DATA) ? FI_REMOTE_CQ_DATA : 0;
@@ -334,9 +355,12 @@ static void fip_msg_dispatch(fip_domain_t *domain, const fip_msg_hdr_t *hdr,
     }
     /* rx_lock held: the endpoint cannot leave msg_eps and free before it
      * is released (fip_msg_ep_remove takes it) */
-    q  = &ep->queues[tagged ? FIP_MSG_Q_TAGGED : FIP_MSG_Q_UNTAGGED];
-    rx = fip_msg_rx_take(q, tagged, hdr->tag);
+    q   = &ep->queues[tagged ? FIP_MSG_Q_TAGGED : FIP_MSG_Q_UNTAGGED];
+    /* the AV is bound before the endpoint takes messages, and stays */
+    src = fip_av_reverse(ep->av, hdr->src);
+    rx  = fip_msg_rx_take(q, tagged, hdr->tag, src);
     if (rx != NULL) {
+        rx->op.src = src;
         __atomic_add_fetch(&ep->inflight, 1, __ATOMIC_RELAXED);
     } else if ((ep->ux_count >= FIP_MSG_UX_MAX) ||
                (ep->ux_bytes + length > FIP_MSG_UX_BYTES) ||
@@ -353,6 +377,7 @@ static void fip_msg_dispatch(fip_domain_t *domain, const fip_msg_hdr_t *hdr,
         ux->data     = hdr->data;
         ux->flags    = flags;
         ux->tag      = hdr->tag;
+        ux->src      = src;
         ux->arriving = rndv;
         if (!rndv) {
             memcpy(ux + 1, data, length);
@@ -498,6 +523,7 @@ static ucs_status_t fip_msg_handler(void *arg, const void *header,
     ucs_status_t status  = UCS_OK;
     fip_msg_stream_t *stream;
     fip_msg_hdr_t hdr;
+    fip_addr_t src;
 
     /* a message that fails a check is dropped (a rendezvous not started
      * is dropped with it) */
@@ -507,6 +533,7 @@ static ucs_status_t fip_msg_handler(void *arg, const void *header,
     }
     memcpy(&hdr, header, sizeof(hdr));
     if ((hdr.magic != FIP_MSG_MAGIC) || (hdr.reserved != 0) ||
+        (fip_addr_unpack(hdr.src, sizeof(hdr.src), &src) != 0) ||
         (hdr.flags & ~FIP_MSG_HDR_FLAGS) || (hdr.len != length) ||
         (length > FIP_MSG_MAX) ||
         (!(hdr.flags & FIP_MSG_HDR_DATA) && (hdr.data != 0)) ||
@@ -631,11 +658,12 @@ static void fip_msg_peek(fip_ep_t *ep, fip_msg_queue_t *q, fip_msg_rx_t *rx)
     __atomic_add_fetch(&ep->inflight, 1, __ATOMIC_RELAXED);
     pthread_mutex_lock(&ep->rx_lock);
     for (ux = q->ux_head; ux != NULL; ux = ux->next) {
-        if (fip_msg_matches(1, rx, ux->tag)) {
+        if (fip_msg_matches(1, rx, ux->tag, ux->src)) {
             break;
         }
     }
     if (ux != NULL) {
+        op->src    = ux->src;
         op->len    = ux->len;
         op->data   = ux->data;
         op->flags |= ux->flags;
@@ -686,6 +714,9 @@ ssize_t fip_msg_recv_post(fip_ep_t *ep, const struct fi_msg *msg,
     rx->op.flags   = (tagged ? FI_TAGGED : FI_MSG) | FI_RECV;
     rx->tag        = tag;
     rx->ignore     = ignore;
+    /* fi_msg(3): without FI_DIRECTED_RECV src_addr is ignored */
+    rx->src        = ep->directed ? msg->addr : FI_ADDR_UNSPEC;
+    rx->op.src     = FI_ADDR_NOTAVAIL;
     /* fi_cq(3): with selective completion only FI_COMPLETION (in the
      * call's flags, else the receive side's op_flags) reports a success */
     rx->op.report  = !ep->rx_selective || (flags & FI_COMPLETION);
@@ -719,6 +750,7 @@ ssize_t fip_msg_recv_post(fip_ep_t *ep, const struct fi_msg *msg,
         return 0;
     }
     __atomic_add_fetch(&ep->inflight, 1, __ATOMIC_RELAXED);
+    rx->op.src    = ux->src;
     ep->ux_count -= 1;
     if (ux->arriving) {
         /* its rendezvous callback delivers it (and gives its bytes back) */
@@ -810,6 +842,7 @@ ssize_t fip_msg_send_post(fip_ep_t *ep, const struct fi_msg *msg,
     tx->hdr.ep_id  = dest.ep_id;
     tx->hdr.nonce  = dest.nonce;
     tx->hdr.len    = total;
+    fip_addr_pack(&ep->addr, tx->hdr.src);
     /* numbered in the order of the calls: the target restores it */
     tx->hdr.seq    = __atomic_fetch_add(&peer->msg_seq, 1, __ATOMIC_RELAXED);
     if (flags & FI_REMOTE_CQ_DATA) {

@@ -184,6 +184,22 @@ void peer::send_and_leave(uint64_t n, uint64_t size,
     messages_start('L', n, size, to);
 }
 
+void peer::stream_start(uint64_t n, uint64_t size, uint32_t seed,
+                        bool tagged, const std::vector<uint8_t> &to)
+{
+    std::vector<uint8_t> msg(32 + to.size());
+    uint64_t s = seed, t = tagged;
+    char cmd   = 'D';
+
+    memcpy(msg.data(), &n, 8);
+    memcpy(msg.data() + 8, &size, 8);
+    memcpy(msg.data() + 16, &s, 8);
+    memcpy(msg.data() + 24, &t, 8);
+    memcpy(msg.data() + 32, to.data(), to.size());
+    ASSERT_TRUE(io_full(m_to, &cmd, 1, true));
+    ASSERT_TRUE(send_msg(m_to, msg.data(), msg.size()));
+}
+
 int peer::echo_wait(struct fid_cntr *progress)
 {
     std::vector<uint8_t> reply;
@@ -550,6 +566,55 @@ int peer_send_all(peer_state *s, uint64_t n, uint64_t size, const void *to,
     return 0;
 }
 
+/* stream_start's messages to `to`, then its fence; their send completions
+ * waited for */
+int peer_stream(peer_state *s, uint64_t n, uint64_t size, uint32_t seed,
+                bool tagged, const void *to, size_t to_len)
+{
+    std::vector<std::vector<uint8_t>> bufs(n + 1);
+    struct fi_cq_tagged_entry e;
+    fi_addr_t dest;
+    ssize_t ret;
+
+    if (fi_av_insert(s->o.av, to, 1, &dest, 0, NULL) != 1) {
+        return 22;
+    }
+    for (uint64_t i = 0; i <= n; ++i) {
+        uint64_t id = ((uint64_t)seed << 32) | i;
+
+        bufs[i].resize((i < n) ? size : 8);
+        memcpy(bufs[i].data(), &id, 8);
+        for (uint64_t k = 8; k < bufs[i].size(); ++k) {
+            bufs[i][k] = stream_byte(seed, i, k);
+        }
+        do {
+            if (i == n) {
+                ret = fi_tsend(s->o.ep, bufs[i].data(), 8, NULL, dest,
+                               stream_fence, &bufs[i]);
+            } else if (tagged) {
+                ret = fi_tsend(s->o.ep, bufs[i].data(), size, NULL, dest,
+                               stream_tag(i), &bufs[i]);
+            } else {
+                ret = fi_send(s->o.ep, bufs[i].data(), size, NULL, dest,
+                              &bufs[i]);
+            }
+            if (ret == -FI_EAGAIN) {
+                (void)fi_cntr_read(s->o.rcntr);
+            }
+        } while (ret == -FI_EAGAIN);
+        if (ret != 0) {
+            return 25;
+        }
+    }
+    for (uint64_t i = 0; i <= n; ++i) {
+        ret = peer_wait_entry(s, FI_SEND, &e);
+        if (ret != 0) {
+            return (int)ret;
+        }
+    }
+    return 0;
+}
+
 int peer_serve(peer_state *s, int in, int out)
 {
     std::vector<uint8_t> msg, reply;
@@ -645,6 +710,21 @@ int peer_serve(peer_state *s, int in, int out)
                               peer_tagged_echo(s, args[0], args[1],
                                                msg.data() + 16,
                                                msg.size() - 16));
+            reply.assign((uint8_t*)&code, (uint8_t*)&code + 8);
+            break;
+        }
+        case 'D': {
+            uint64_t code, a[4];
+            if (msg.size() <= 32) {
+                return 2;
+            }
+            memcpy(a, msg.data(), 32);
+            if ((a[0] > 1024) || (a[1] < 8) || (a[1] > ((uint64_t)1 << 20))) {
+                return 2;
+            }
+            code = (uint64_t)peer_stream(s, a[0], a[1], (uint32_t)a[2],
+                                         a[3] != 0, msg.data() + 32,
+                                         msg.size() - 32);
             reply.assign((uint8_t*)&code, (uint8_t*)&code + 8);
             break;
         }

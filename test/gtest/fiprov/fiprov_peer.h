@@ -72,6 +72,15 @@ public:
     void send_and_leave(uint64_t n, uint64_t size,
                         const std::vector<uint8_t> &to);
 
+    /** The peer sends n messages of `size` bytes (at least 8) to `to`:
+     *  message i starts with seed << 32 | i (8 bytes, host order), then
+     *  stream_byte(seed, i, k) at byte k; tagged (tag stream_tag(i)) when
+     *  `tagged`; then one tagged message of tag stream_fence and 8 bytes,
+     *  which arrives after them all. Returns at once: finish with
+     *  echo_wait() (0 once all its sends completed). */
+    void stream_start(uint64_t n, uint64_t size, uint32_t seed, bool tagged,
+                      const std::vector<uint8_t> &to);
+
     /** After leave_when: the peer's exit status (0: saw the value, closed
      *  cleanly), waiting at most pipe_timeout_ms. */
     int leave_wait();
@@ -97,6 +106,19 @@ static inline uint8_t pattern_byte(uint64_t i, uint64_t k)
 {
     return (uint8_t)(i * 31 + k * 7 + 1);
 }
+
+/** Byte k (from 8) of message i of stream_start's stream `seed`. */
+static inline uint8_t stream_byte(uint32_t seed, uint64_t i, uint64_t k)
+{
+    return (uint8_t)(seed * 101 + i * 31 + k * 7 + 1);
+}
+
+/** The tag of message i of a tagged stream, and of the fence after it. */
+static inline uint64_t stream_tag(uint64_t i)
+{
+    return 0x7000 | (i & 0xfff);
+}
+static const uint64_t stream_fence = 0xfeedull;
 
 /** How a two-process test runs: transports, progress, key mode. */
 struct peer_param {

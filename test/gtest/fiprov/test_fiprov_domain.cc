@@ -64,7 +64,7 @@ TEST_F(domain, info_not_offered_is_refused)
     info->ep_attr->type = FI_EP_MSG;
     EXPECT_EQ(-FI_EINVAL, fi_domain(m_fabric, info, &dom, NULL));
     info->ep_attr->type = FI_EP_RDM;
-    info->caps |= FI_DIRECTED_RECV;
+    info->caps |= FI_SOURCE_ERR;
     EXPECT_EQ(-FI_EINVAL, fi_domain(m_fabric, info, &dom, NULL));
     EXPECT_EQ(nullptr, dom);
     fi_freeinfo(info);

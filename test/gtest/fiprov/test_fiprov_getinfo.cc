@@ -214,9 +214,12 @@ TEST_F(getinfo, transfer_caps_only_with_endpoints)
         ASSERT_EQ(0, ret);
         EXPECT_EQ(0, fi_close(&ep->fid));
         /* atomics, RMA, messages and tagged messages are implemented,
-         * on both sides; directed receives and sources are not */
+         * on both sides, with directed receives and sources, to peers
+         * and to the domain itself */
         const uint64_t done = FI_ATOMIC | FI_RMA | FI_MSG | FI_TAGGED |
                               FI_SEND | FI_RECV;
+        const uint64_t msg_caps = FI_DIRECTED_RECV | FI_SOURCE |
+                                  FI_LOCAL_COMM | FI_REMOTE_COMM;
         EXPECT_EQ(done, offer->caps & done);
         EXPECT_EQ(done & ~(uint64_t)FI_ATOMIC & ~(uint64_t)FI_RMA,
                   offer->tx_attr->caps & (FI_MSG | FI_TAGGED | FI_SEND |
@@ -224,7 +227,14 @@ TEST_F(getinfo, transfer_caps_only_with_endpoints)
         EXPECT_EQ(done & ~(uint64_t)FI_ATOMIC & ~(uint64_t)FI_RMA,
                   offer->rx_attr->caps & (FI_MSG | FI_TAGGED | FI_SEND |
                                           FI_RECV));
-        EXPECT_EQ(0u, offer->caps & (FI_DIRECTED_RECV | FI_SOURCE));
+        EXPECT_EQ(msg_caps, offer->caps & msg_caps);
+        /* no source in error entries */
+        EXPECT_EQ(0u, offer->caps & FI_SOURCE_ERR);
+        /* sends from one endpoint to another match in order */
+        EXPECT_EQ((uint64_t)FI_ORDER_SAS,
+                  offer->tx_attr->msg_order & FI_ORDER_SAS);
+        EXPECT_EQ((uint64_t)FI_ORDER_SAS,
+                  offer->rx_attr->msg_order & FI_ORDER_SAS);
         /* 64 tag bits, unstructured (fi_endpoint(3)) */
         EXPECT_EQ(0xaaaaaaaaaaaaaaaaull, offer->ep_attr->mem_tag_format);
         /* a message's limits: 4 MiB (fi_fiatomic(7)), 8 bytes of remote
@@ -233,7 +243,8 @@ TEST_F(getinfo, transfer_caps_only_with_endpoints)
         EXPECT_EQ(8u, offer->domain_attr->cq_data_size);
         EXPECT_EQ(4u, offer->rx_attr->iov_limit);
         EXPECT_EQ((uint64_t)(FI_ORDER_ATOMIC_RAR | FI_ORDER_ATOMIC_RAW |
-                             FI_ORDER_ATOMIC_WAR | FI_ORDER_ATOMIC_WAW),
+                             FI_ORDER_ATOMIC_WAR | FI_ORDER_ATOMIC_WAW |
+                             FI_ORDER_SAS),
                   offer->tx_attr->msg_order);
         EXPECT_LE(16u, offer->tx_attr->inject_size);
         EXPECT_LT(0u, offer->ep_attr->max_msg_size);
@@ -286,10 +297,27 @@ TEST_F(getinfo, openshmem_and_message_hints)
     m_hints->rx_attr->iov_limit        = 5;
     expect_nodata("5 receive iov entries");
     m_hints->rx_attr->iov_limit        = 0;
-    m_hints->caps |= FI_DIRECTED_RECV;
-    expect_nodata("directed receives");
-    m_hints->caps = FI_MSG | FI_SOURCE;
-    expect_nodata("sources");
+    m_hints->caps |= FI_SOURCE_ERR;
+    expect_nodata("sources of error entries");
+    m_hints->caps = FI_MSG | FI_SOURCE | FI_SOURCE_ERR;
+    expect_nodata("sources of error entries");
+    /* what Open MPI's mtl ofi asks (with FI_ORDER_SAS) and MPICH's
+     * ch4:ofi (sources): offered, with exactly those capabilities */
+    for (uint64_t caps : {(uint64_t)(FI_TAGGED | FI_DIRECTED_RECV |
+                                     FI_LOCAL_COMM | FI_REMOTE_COMM),
+                          (uint64_t)(FI_MSG | FI_TAGGED | FI_SOURCE |
+                                     FI_DIRECTED_RECV | FI_SEND |
+                                     FI_RECV)}) {
+        m_hints->caps               = caps;
+        m_hints->tx_attr->msg_order = FI_ORDER_SAS;
+        m_hints->rx_attr->msg_order = FI_ORDER_SAS;
+        ASSERT_EQ(0, ask()) << std::hex << caps;
+        for (struct fi_info *info : m_infos) {
+            EXPECT_EQ(caps, info->caps);
+        }
+    }
+    m_hints->tx_attr->msg_order = 0;
+    m_hints->rx_attr->msg_order = 0;
 }
 
 TEST_F(getinfo, endpoint_type)

@@ -8,9 +8,12 @@
  * numbered out of order are received in their numbers' order, and a number
  * already delivered is dropped; a tagged message reaches a tagged receive
  * with its tag, and only one, and nothing on an endpoint opened without
- * FI_TAGGED. The header layout is the one fip_msg.c
- * sends (56 bytes, host order): magic "fipM", endpoint id, nonce, length,
- * data, number, tag, flags, reserved.
+ * FI_TAGGED. A message's source address must decode (else it is
+ * dropped); the receive's FI_SOURCE address is its entry in the endpoint's
+ * address vector, FI_ADDR_NOTAVAIL when it has none, and a directed receive
+ * takes only its source's messages. The header layout is the one fip_msg.c
+ * sends (80 bytes, host order): magic "fipM", endpoint id, nonce, length,
+ * data, number, tag, flags, reserved, then the sender's 24-byte address.
  */
 #include "fiprov_fixture.h"
 
@@ -20,6 +23,7 @@
 #include <arpa/inet.h>
 #include <string.h>
 #include <time.h>
+#include <vector>
 
 using namespace fiprov_test;
 
@@ -41,9 +45,10 @@ struct wire_hdr {
     uint64_t tag;
     uint32_t flags;
     uint32_t reserved;
+    uint8_t  src[24];
 };
 
-static_assert(sizeof(wire_hdr) == 56, "the header is 56 bytes");
+static_assert(sizeof(wire_hdr) == 80, "the header is 80 bytes");
 
 int64_t now_ms()
 {
@@ -187,7 +192,7 @@ protected:
         size_t len = sizeof(m_addr);
 
         test_base::SetUp();
-        p.caps      = FI_MSG | FI_TAGGED;
+        p.caps      = FI_MSG | FI_TAGGED | FI_DIRECTED_RECV | FI_SOURCE;
         p.cq_format = FI_CQ_FORMAT_TAGGED;
         ASSERT_EQ(0, m_o.open_domain(p));
         ASSERT_EQ(0, m_o.open_ep());
@@ -213,6 +218,9 @@ protected:
         h.nonce = get_be(m_addr + 16, 8);
         h.len   = len;
         h.seq   = seq;
+        /* from a made-up endpoint of this domain */
+        memcpy(h.src, m_addr, sizeof(h.src));
+        h.src[11] ^= 0x40;
         return h;
     }
 
@@ -273,6 +281,17 @@ TEST_F(msg_wire, malformed_headers_and_unknown_endpoints_reach_nothing)
     h = hdr(0, 8);
     h.reserved = 1;
     send(h, "reserved");
+    /* a source that is no address: another version, family, a non-zero
+     * reserved field, zero port, IPv4 address or nonce */
+    for (size_t at : {0, 1, 13, 2, 4, 16}) {
+        h = hdr(0, 6);
+        if ((at == 2) || (at == 4) || (at == 16)) {
+            memset(h.src + at, 0, (at == 2) ? 2 : (at == 4) ? 4 : 8);
+        } else {
+            h.src[at] ^= 0x5;
+        }
+        send(h, "source");
+    }
     /* well-formed, for no endpoint here: numbers 0 and 1 */
     h = hdr(0, 5);
     h.ep_id += 1000;
@@ -389,6 +408,7 @@ TEST_F(msg_wire, tagged_headers_reach_no_untagged_endpoint)
     h.len   = 6;
     h.flags = is_tagged;
     h.tag   = 1;
+    memcpy(h.src, m_addr, sizeof(h.src));
     for (h.seq = 0; h.seq < 1024; ++h.seq) {
         send(h, "tagged");
     }
@@ -422,6 +442,144 @@ TEST_F(msg_wire, tagged_headers_reach_no_untagged_endpoint)
         << "the tagged message reached the untagged endpoint";
     EXPECT_EQ(0, fi_close(&ep->fid));
     EXPECT_EQ(0, fi_close(&cq->fid));
+}
+
+/* the source a message names: its entry in the endpoint's address vector
+ * (FI_SOURCE), FI_ADDR_NOTAVAIL when the vector has none (also once it was
+ * removed); a receive directed to one entry takes only that source's
+ * messages, from the wire and from the unexpected queue */
+TEST_F(msg_wire, sources_are_looked_up_and_directed_receives_match_them)
+{
+    char any[16] = {}, to_x[16] = {}, to_y[16] = {}, later[16] = {};
+    struct fi_cq_tagged_entry e;
+    fi_addr_t x, src = 0;
+    uint8_t bytes[24];
+    size_t len = sizeof(bytes);
+    int64_t deadline;
+    std::string got;
+    ssize_t n;
+
+    /* x: the made-up endpoint hdr() names; y: another one, not inserted */
+    wire_hdr hx = hdr(0, 6), hy = hdr(1, 6);
+    hy.src[11] ^= 0x01;
+    ASSERT_EQ(1, fi_av_insert(m_o.av, m_addr, 1, NULL, 0, NULL));
+    ASSERT_EQ(1, fi_av_insert(m_o.av, hx.src, 1, &x, 0, NULL));
+    ASSERT_NE(FI_ADDR_NOTAVAIL, x);
+
+    /* posted first: for y (not in the vector), for x, for any */
+    ASSERT_EQ(0, fi_recv(m_o.ep, to_y, sizeof(to_y), NULL, x + 1, to_y));
+    ASSERT_EQ(0, fi_recv(m_o.ep, to_x, sizeof(to_x), NULL, x, to_x));
+    ASSERT_EQ(0, fi_recv(m_o.ep, any, sizeof(any), NULL, FI_ADDR_UNSPEC,
+                         any));
+    /* y's message passes over the receive for x + 1 and the one for x */
+    send(hy, "from-y");   /* number 1: waits for 0 */
+    send(hx, "from-x");
+    for (int i = 0; i < 2; ++i) {
+        deadline = now_ms() + wait_ms;
+        while ((n = fi_cq_readfrom(m_o.cq, &e, 1, &src)) == -FI_EAGAIN) {
+            ASSERT_LT(now_ms(), deadline) << "no message received";
+        }
+        ASSERT_EQ(1, n);
+        got = std::string((const char*)e.op_context, e.len);
+        if (e.op_context == to_x) {
+            EXPECT_EQ("from-x", got);
+            EXPECT_EQ(x, src);
+            ASSERT_EQ(0, fi_av_lookup(m_o.av, src, bytes, &len));
+            EXPECT_EQ(0, memcmp(bytes, hx.src, sizeof(bytes)));
+        } else {
+            EXPECT_EQ((void*)any, e.op_context);
+            EXPECT_EQ("from-y", got);
+            EXPECT_EQ(FI_ADDR_NOTAVAIL, src);
+        }
+    }
+
+    /* unexpected: x's message waits; a receive for another source leaves
+     * it, one for x takes it */
+    send(hdr(2, 5), "again");
+    m_raw.progress(100);
+    ASSERT_EQ(0, fi_recv(m_o.ep, later, sizeof(later), NULL, x, later));
+    next(&got, &e);
+    EXPECT_EQ((void*)later, e.op_context);
+    EXPECT_EQ("again", got);
+
+    /* removed from the vector: unknown again, taken by a receive for any
+     * source only */
+    char gone[16] = {};
+    ASSERT_EQ(0, fi_av_remove(m_o.av, &x, 1, 0));
+    ASSERT_EQ(0, fi_recv(m_o.ep, gone, sizeof(gone), NULL, x, gone));
+    ASSERT_EQ(0, fi_recv(m_o.ep, any, sizeof(any), NULL, FI_ADDR_UNSPEC,
+                         any));
+    send(hdr(3, 4), "gone");
+    deadline = now_ms() + wait_ms;
+    while ((n = fi_cq_readfrom(m_o.cq, &e, 1, &src)) == -FI_EAGAIN) {
+        ASSERT_LT(now_ms(), deadline) << "no message received";
+    }
+    ASSERT_EQ(1, n);
+    EXPECT_EQ((void*)any, e.op_context);
+    EXPECT_EQ("gone", std::string(any, e.len));
+    EXPECT_EQ(FI_ADDR_NOTAVAIL, src);
+    /* the receives for x + 1 and for the removed x took nothing */
+    m_raw.progress(100);
+    EXPECT_EQ(-FI_EAGAIN, fi_cq_read(m_o.cq, &e, 1));
+}
+
+/* the reverse map among many entries: 500 made-up endpoints inserted (the
+ * map grows from 64 buckets), every third removed, one inserted again: a
+ * message's source is its address's entry, the newest of two equal ones,
+ * FI_ADDR_NOTAVAIL for a removed one */
+TEST_F(msg_wire, sources_are_found_among_many_entries)
+{
+    const size_t count = 500;
+    std::vector<uint8_t> addrs(count * 24);
+    std::vector<fi_addr_t> fi_addrs(count);
+    std::vector<size_t> removed;
+    fi_addr_t again;
+    uint64_t seq = 0;
+
+    for (size_t i = 0; i < count; ++i) {
+        uint8_t *a    = &addrs[i * 24];
+        uint32_t ep_id = 100000 + (uint32_t)i * 7919;
+
+        memcpy(a, m_addr, 24);
+        for (int b = 0; b < 4; ++b) {
+            a[8 + b] = (uint8_t)(ep_id >> (8 * (3 - b)));
+        }
+    }
+    ASSERT_EQ((int)count, fi_av_insert(m_o.av, addrs.data(), count,
+                                       fi_addrs.data(), 0, NULL));
+    for (size_t i = 2; i < count; i += 3) {
+        ASSERT_EQ(0, fi_av_remove(m_o.av, &fi_addrs[i], 1, 0));
+        removed.push_back(i);
+    }
+    ASSERT_EQ(1, fi_av_insert(m_o.av, &addrs[7 * 24], 1, &again, 0, NULL));
+    ASSERT_NE(fi_addrs[7], again);
+
+    for (size_t i : {0, 1, 3, 7, 250, 251, 499, 2, 497}) {
+        char buf[16] = {};
+        struct fi_cq_tagged_entry e;
+        fi_addr_t src  = 0;
+        int64_t deadline;
+        ssize_t n;
+        wire_hdr h = hdr(seq++, 4);
+
+        memcpy(h.src, &addrs[i * 24], 24);
+        ASSERT_EQ(0, fi_recv(m_o.ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC,
+                             buf));
+        send(h, "many");
+        deadline = now_ms() + wait_ms;
+        while ((n = fi_cq_readfrom(m_o.cq, &e, 1, &src)) == -FI_EAGAIN) {
+            ASSERT_LT(now_ms(), deadline) << "no message received";
+        }
+        ASSERT_EQ(1, n);
+        EXPECT_EQ("many", std::string(buf, e.len));
+        if (i == 7) {
+            EXPECT_EQ(again, src);
+        } else if (i % 3 == 2) {
+            EXPECT_EQ(FI_ADDR_NOTAVAIL, src) << i;
+        } else {
+            EXPECT_EQ(fi_addrs[i], src) << i;
+        }
+    }
 }
 
 } // namespace
