@@ -2,8 +2,10 @@
 # Open MPI's two-sided path (pml cm + mtl ofi) over this project's provider,
 # loaded from the build tree through FI_PROVIDER_PATH: test/runtime's
 # mpi_p2p_sources, built here with mpicc, on 3 ranks (messages from
-# specific sources and from MPI_ANY_SOURCE, sizes 1 B to 300 kB, every byte
-# and every status checked), on UCX_TLS=posix,self,tcp and on tcp. Each run
+# specific sources and from MPI_ANY_SOURCE, received by MPI_Recv, by
+# MPI_Mprobe + MPI_Mrecv and by MPI_Improbe + MPI_Imrecv, sizes 1 B to
+# 300 kB, every byte and every status checked), on UCX_TLS=posix,self,tcp
+# and on tcp. Each run
 # must exit 0 within its timeout with the program's summary line reporting
 # no failure, and print no UCX ERROR/WARN line. Skips (reason printed) only
 # when mpirun or mpicc is missing or the provider is not built.

@@ -344,6 +344,9 @@ void fip_eq_unbind(fip_eq_t *eq);
 typedef struct fip_msg_queue {
     struct fip_msg_rx  *rx_head, *rx_tail;   /* posted receives, FIFO */
     struct fip_msg_ux  *ux_head, *ux_tail;   /* unexpected messages */
+    struct fip_msg_ux  *claimed;  /* taken by FI_PEEK | FI_CLAIM, waiting
+                                     for the FI_CLAIM receive that names
+                                     their claim's context */
 } fip_msg_queue_t;
 
 /** fip_ep_t's queues: untagged, tagged. */

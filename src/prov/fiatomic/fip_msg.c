@@ -112,6 +112,8 @@ typedef struct fip_msg_ux {
     int               arriving;  /* under rx_lock: rendezvous running */
     int               failed;    /* its rendezvous failed */
     fip_msg_rx_t      *rx;       /* under rx_lock: matched while arriving */
+    int               discard;   /* rx drops it rather than receive it */
+    void              *claim;    /* claimed: the claim's context */
 } fip_msg_ux_t;
 
 static fip_ep_t *fip_msg_ep(struct fid_ep *ep_fid)
@@ -218,6 +220,8 @@ static void fip_msg_rndv_ux_cb(void *request, ucs_status_t status,
     if (rx != NULL) {
         if (ux->failed) {
             fip_msg_rx_done(rx, 0, 0, 0, ux->tag, FI_EIO);
+        } else if (ux->discard) {
+            fip_msg_rx_done(rx, 0, ux->data, ux->flags, ux->tag, 0);
         } else {
             fip_msg_rx_deliver(rx, ux + 1, ux->len, ux->data, ux->flags,
                                ux->tag);
@@ -285,21 +289,27 @@ static fip_msg_rx_t *fip_msg_rx_take(fip_msg_queue_t *q, int tagged,
     return rx;
 }
 
-/* take the oldest unexpected message of the queue that the receive
- * matches; NULL if none. Under rx_lock. */
-static fip_msg_ux_t *fip_msg_ux_take(fip_msg_queue_t *q, int tagged,
-                                     const fip_msg_rx_t *rx)
+/* the oldest unexpected message of the queue that the receive matches
+ * (*prev: the one before it); NULL if none. Under rx_lock. */
+static fip_msg_ux_t *fip_msg_ux_find(fip_msg_queue_t *q, int tagged,
+                                     const fip_msg_rx_t *rx,
+                                     fip_msg_ux_t **prev)
 {
-    fip_msg_ux_t *ux, *prev = NULL;
+    fip_msg_ux_t *ux;
 
-    for (ux = q->ux_head; ux != NULL; prev = ux, ux = ux->next) {
+    *prev = NULL;
+    for (ux = q->ux_head; ux != NULL; *prev = ux, ux = ux->next) {
         if (fip_msg_matches(tagged, rx, ux->tag, ux->src)) {
-            break;
+            return ux;
         }
     }
-    if (ux == NULL) {
-        return NULL;
-    }
+    return NULL;
+}
+
+/* unlink an unexpected message from its queue. Under rx_lock. */
+static void fip_msg_ux_unlink(fip_msg_queue_t *q, fip_msg_ux_t *prev,
+                              fip_msg_ux_t *ux)
+{
     if (prev == NULL) {
         q->ux_head = ux->next;
     } else {
@@ -308,7 +318,66 @@ static fip_msg_ux_t *fip_msg_ux_take(fip_msg_queue_t *q, int tagged,
     if (q->ux_tail == ux) {
         q->ux_tail = prev;
     }
+    ux->next = NULL;
+}
+
+/* take the oldest unexpected message of the queue that the receive
+ * matches; NULL if none. Under rx_lock. */
+static fip_msg_ux_t *fip_msg_ux_take(fip_msg_queue_t *q, int tagged,
+                                     const fip_msg_rx_t *rx)
+{
+    fip_msg_ux_t *prev;
+    fip_msg_ux_t *ux = fip_msg_ux_find(q, tagged, rx, &prev);
+
+    if (ux != NULL) {
+        fip_msg_ux_unlink(q, prev, ux);
+    }
     return ux;
+}
+
+/* the link to the claimed message whose claim is `context`; NULL if none.
+ * Under rx_lock. */
+static fip_msg_ux_t **fip_msg_claim_find(fip_msg_queue_t *q, void *context)
+{
+    fip_msg_ux_t **p;
+
+    for (p = &q->claimed; *p != NULL; p = &(*p)->next) {
+        if ((*p)->claim == context) {
+            return p;
+        }
+    }
+    return NULL;
+}
+
+/* a receive takes an unexpected message that has left its queue (called
+ * with rx_lock held, released here): its bytes go to the receive's
+ * buffers, or with `discard` nowhere (an entry without data); a message
+ * still arriving is finished by its rendezvous callback. It stops counting
+ * against the endpoint's caps. */
+static void fip_msg_ux_consume(fip_ep_t *ep, fip_msg_rx_t *rx,
+                               fip_msg_ux_t *ux, int discard)
+{
+    __atomic_add_fetch(&ep->inflight, 1, __ATOMIC_RELAXED);
+    rx->op.src    = ux->src;
+    ep->ux_count -= 1;
+    if (ux->arriving) {
+        /* its rendezvous callback delivers it (and gives its bytes back) */
+        ux->rx      = rx;
+        ux->discard = discard;
+        pthread_mutex_unlock(&ep->rx_lock);
+        return;
+    }
+    ep->ux_bytes -= ux->len;
+    pthread_mutex_unlock(&ep->rx_lock);
+    if (ux->failed) {
+        fip_msg_rx_done(rx, 0, 0, 0, ux->tag, FI_EIO);
+    } else if (discard) {
+        fip_msg_rx_done(rx, 0, ux->data, ux->flags, ux->tag, 0);
+    } else {
+        fip_msg_rx_deliver(rx, ux + 1, ux->len, ux->data, ux->flags,
+                           ux->tag);
+    }
+    free(ux);
 }
 
 static void fip_msg_rndv(fip_domain_t *domain, void *desc, void *buf,
@@ -637,6 +706,11 @@ void fip_msg_ep_cleanup(fip_ep_t *ep)
             q->ux_head = ux->next;
             free(ux);
         }
+        /* claimed and never received: they end with the endpoint too */
+        while ((ux = q->claimed) != NULL) {
+            q->claimed = ux->next;
+            free(ux);
+        }
         q->rx_tail = NULL;
         q->ux_tail = NULL;
     }
@@ -645,34 +719,100 @@ void fip_msg_ep_cleanup(fip_ep_t *ep)
 /* FI_PEEK (fi_tagged(3)): the oldest waiting message the receive matches,
  * left where it is, reported by an entry with its length, tag and remote CQ
  * data, else by an FI_ENOMSG error entry; the receive's buffers are not
- * written and its counter does not count it */
-static void fip_msg_peek(fip_ep_t *ep, fip_msg_queue_t *q, fip_msg_rx_t *rx)
+ * written and its counter does not count it. With FI_CLAIM the message
+ * moves to the claimed list under the receive's context (no later receive
+ * or peek sees it; -FI_EINVAL if that context holds a claim already); with
+ * FI_DISCARD it is dropped, its entry without data, counted as a receive.
+ * Returns 0, the receive then owned by its completion, or an error, the
+ * receive untouched. */
+static ssize_t fip_msg_peek(fip_ep_t *ep, fip_msg_queue_t *q,
+                            fip_msg_rx_t *rx, uint64_t flags)
 {
     fip_op_t *op = &rx->op;
-    fip_msg_ux_t *ux;
+    fip_msg_ux_t *ux, *prev;
 
-    op->cntr   = NULL;
+    pthread_mutex_lock(&ep->rx_lock);
+    if ((flags & FI_CLAIM) &&
+        (fip_msg_claim_find(q, op->context) != NULL)) {
+        pthread_mutex_unlock(&ep->rx_lock);
+        return -FI_EINVAL;
+    }
     op->buf    = NULL;
     /* its entry is the peek's only answer */
     op->report = 1;
-    __atomic_add_fetch(&ep->inflight, 1, __ATOMIC_RELAXED);
-    pthread_mutex_lock(&ep->rx_lock);
-    for (ux = q->ux_head; ux != NULL; ux = ux->next) {
-        if (fip_msg_matches(1, rx, ux->tag, ux->src)) {
-            break;
-        }
+    ux = fip_msg_ux_find(q, 1, rx, &prev);
+    if ((ux != NULL) && (flags & FI_DISCARD)) {
+        fip_msg_ux_unlink(q, prev, ux);
+        fip_msg_ux_consume(ep, rx, ux, 1);
+        return 0;
     }
+    op->cntr = NULL;
+    __atomic_add_fetch(&ep->inflight, 1, __ATOMIC_RELAXED);
     if (ux != NULL) {
         op->src    = ux->src;
         op->len    = ux->len;
         op->data   = ux->data;
         op->flags |= ux->flags;
         op->tag    = ux->tag;
+        if (flags & FI_CLAIM) {
+            /* it still counts against the caps until received */
+            fip_msg_ux_unlink(q, prev, ux);
+            ux->claim  = op->context;
+            ux->next   = q->claimed;
+            q->claimed = ux;
+        }
     } else {
         op->err = FI_ENOMSG;
     }
     pthread_mutex_unlock(&ep->rx_lock);
     fip_op_complete(op, UCS_OK);
+    return 0;
+}
+
+/* FI_CLAIM without FI_PEEK: the message claimed under the receive's
+ * context into its buffers (as any receive: truncation, counter), or with
+ * FI_DISCARD dropped (an entry without data); -FI_EINVAL, the receive
+ * untouched, if the context holds no claim */
+static ssize_t fip_msg_claim_recv(fip_ep_t *ep, fip_msg_queue_t *q,
+                                  fip_msg_rx_t *rx, uint64_t flags)
+{
+    fip_msg_ux_t **p, *ux;
+
+    pthread_mutex_lock(&ep->rx_lock);
+    p = fip_msg_claim_find(q, rx->op.context);
+    if (p == NULL) {
+        pthread_mutex_unlock(&ep->rx_lock);
+        return -FI_EINVAL;
+    }
+    ux       = *p;
+    *p       = ux->next;
+    ux->next = NULL;
+    if (flags & FI_DISCARD) {
+        rx->op.buf    = NULL;
+        rx->op.report = 1;
+    }
+    fip_msg_ux_consume(ep, rx, ux, !!(flags & FI_DISCARD));
+    return 0;
+}
+
+/* whether the receive flags are a valid combination: FI_PEEK, FI_CLAIM
+ * and FI_DISCARD on tagged receives only, FI_DISCARD with FI_PEEK or
+ * FI_CLAIM (not both), a claim named by a context; no FI_MULTI_RECV */
+static int fip_msg_recv_flags_valid(uint64_t flags, int tagged,
+                                    const void *context)
+{
+    uint64_t special = flags & (FI_PEEK | FI_CLAIM | FI_DISCARD);
+
+    if (flags & FI_MULTI_RECV) {
+        return 0;
+    }
+    if (special == 0) {
+        return 1;
+    }
+    return tagged &&
+           (!(special & FI_DISCARD) || (special == (FI_PEEK | FI_DISCARD)) ||
+            (special == (FI_CLAIM | FI_DISCARD))) &&
+           (!(special & FI_CLAIM) || (context != NULL));
 }
 
 ssize_t fip_msg_recv_post(fip_ep_t *ep, const struct fi_msg *msg,
@@ -682,6 +822,7 @@ ssize_t fip_msg_recv_post(fip_ep_t *ep, const struct fi_msg *msg,
     fip_msg_queue_t *q;
     fip_msg_rx_t *rx;
     fip_msg_ux_t *ux;
+    ssize_t ret;
     size_t i;
 
     if (msg == NULL) {
@@ -692,8 +833,7 @@ ssize_t fip_msg_recv_post(fip_ep_t *ep, const struct fi_msg *msg,
     }
     if ((msg->iov_count > FIP_IOV_LIMIT) ||
         ((msg->iov_count > 0) && (msg->msg_iov == NULL)) ||
-        (flags & (FI_MULTI_RECV | FI_CLAIM | FI_DISCARD)) ||
-        ((flags & FI_PEEK) && !tagged)) {
+        !fip_msg_recv_flags_valid(flags, tagged, msg->context)) {
         return -FI_EINVAL;
     }
     for (i = 0; i < msg->iov_count; ++i) {
@@ -730,9 +870,13 @@ ssize_t fip_msg_recv_post(fip_ep_t *ep, const struct fi_msg *msg,
     }
 
     q = &ep->queues[tagged ? FIP_MSG_Q_TAGGED : FIP_MSG_Q_UNTAGGED];
-    if (flags & FI_PEEK) {
-        fip_msg_peek(ep, q, rx);
-        return 0;
+    if (flags & (FI_PEEK | FI_CLAIM)) {
+        ret = (flags & FI_PEEK) ? fip_msg_peek(ep, q, rx, flags) :
+                                  fip_msg_claim_recv(ep, q, rx, flags);
+        if (ret != 0) {
+            free(rx);
+        }
+        return ret;
     }
     pthread_mutex_lock(&ep->rx_lock);
     /* the oldest unexpected message it matches, in the order they
@@ -749,24 +893,7 @@ ssize_t fip_msg_recv_post(fip_ep_t *ep, const struct fi_msg *msg,
         pthread_mutex_unlock(&ep->rx_lock);
         return 0;
     }
-    __atomic_add_fetch(&ep->inflight, 1, __ATOMIC_RELAXED);
-    rx->op.src    = ux->src;
-    ep->ux_count -= 1;
-    if (ux->arriving) {
-        /* its rendezvous callback delivers it (and gives its bytes back) */
-        ux->rx = rx;
-        pthread_mutex_unlock(&ep->rx_lock);
-        return 0;
-    }
-    ep->ux_bytes -= ux->len;
-    pthread_mutex_unlock(&ep->rx_lock);
-    if (ux->failed) {
-        fip_msg_rx_done(rx, 0, 0, 0, ux->tag, FI_EIO);
-    } else {
-        fip_msg_rx_deliver(rx, ux + 1, ux->len, ux->data, ux->flags,
-                           ux->tag);
-    }
-    free(ux);
+    fip_msg_ux_consume(ep, rx, ux, 0);
     return 0;
 }
 

@@ -4,10 +4,12 @@
  * fi_tinjectdata, fi_trecv, fi_trecvv and fi_trecvmsg. Each call is its
  * untagged twin of fip_msg.c with a tag: the message carries it, and
  * fip_msg.c matches it to the oldest tagged receive whose tag equals it in
- * the bits the receive does not ignore. The source address of a receive is
- * not looked at (no FI_DIRECTED_RECV). fi_trecvmsg with FI_PEEK reports
- * the oldest waiting message the receive matches without taking it (or
- * FI_ENOMSG); FI_CLAIM and FI_DISCARD are refused (-FI_EINVAL).
+ * the bits the receive does not ignore (and, with FI_DIRECTED_RECV, whose
+ * source it takes). fi_trecvmsg with FI_PEEK reports the oldest waiting
+ * message the receive matches without taking it (or FI_ENOMSG); with
+ * FI_PEEK | FI_CLAIM it also claims it for a later fi_trecvmsg with
+ * FI_CLAIM and the same context, which receives it (or drops it, with
+ * FI_DISCARD); FI_PEEK | FI_DISCARD drops it (fip_msg.c does all three).
  */
 #include "fip.h"
 
