@@ -299,7 +299,9 @@ std::string peer_param_name(const testing::TestParamInfo<peer_param> &info)
     const char *tls = info.param.tls;
 
     return std::string((strcmp(tls, "tcp") == 0) ? "tcp" :
-                       (strcmp(tls, "posix") == 0) ? "shm" : "shmtcp") +
+                       (strcmp(tls, "posix") == 0) ? "shm" :
+                       (strcmp(tls, "posix,self,tcp") == 0) ? "shmtcp" :
+                       (strcmp(tls, "posix,self") == 0) ? "shmself" : tls) +
            ((info.param.progress == FI_PROGRESS_AUTO) ? "_auto" : "_manual") +
            (info.param.prov_keys ? "_provkeys" : "_programkeys");
 }

@@ -9,8 +9,9 @@
  * other family (the operation: -FI_EINVAL), of a peer that closed or was
  * killed (-FI_ECONNREFUSED; a killed peer's file is removed), of a file
  * that is not a domain's (-FI_EINVAL); a peer that leaves after the
- * connection was made fails the operations after it. The calls themselves
- * over this path are the two-process suites' (shm instantiations).
+ * connection was made fails the operations after it. Over posix, sysv and
+ * posix,self. The calls themselves over this path are the two-process
+ * suites' (shm instantiations: posix).
  */
 #include "fiprov_peer.h"
 
@@ -272,9 +273,12 @@ TEST_P(local2p, peer_leaving_fails_later_calls)
     EXPECT_LT(now_s() - t0, 10.0);
 }
 
+/* posix alone, and the other same-host transport sets */
 const std::vector<peer_param> local_params = {
-    {"posix", FI_PROGRESS_AUTO,   0},
-    {"posix", FI_PROGRESS_MANUAL, 1},
+    {"posix",       FI_PROGRESS_AUTO,   0},
+    {"posix",       FI_PROGRESS_MANUAL, 1},
+    {"sysv",        FI_PROGRESS_AUTO,   1},
+    {"posix,self",  FI_PROGRESS_MANUAL, 0},
 };
 
 INSTANTIATE_TEST_SUITE_P(tls, local2p, testing::ValuesIn(local_params),
