@@ -101,6 +101,7 @@ typedef struct fip_domain {
         uint64_t       nonce;
     }                  *callers;
     size_t             caller_count;
+    int                closing;      /* connecting back to them */
     uint32_t           next_ep_id;   /* under lock */
     fip_mr_t           *mr_buckets[FIP_MR_BUCKETS]; /* under mr_lock */
     size_t             mr_count;
@@ -668,6 +669,10 @@ int fip_wait_slice(pthread_mutex_t *lock, pthread_cond_t *cond,
 /** A peer that connected to a domain without a listener says who it is
  *  (fip_caller.c). */
 #define FIP_AM_HELLO           1017
+/** How long a closing domain waits to connect back to one caller, and to
+ *  all of them. */
+#define FIP_CALLER_TIMEOUT_MS  1000
+#define FIP_CALLERS_TIMEOUT_MS 2000
 
 typedef struct fip_hello_msg {
     uint32_t magic;

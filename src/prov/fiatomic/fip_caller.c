@@ -83,15 +83,19 @@ void fip_caller_hello(fip_domain_t *domain, fip_peer_t *peer)
 
 void fip_caller_connect_all(fip_domain_t *domain)
 {
-    fip_addr_t addr = {0};
+    int64_t deadline = fip_wait_deadline(FIP_CALLERS_TIMEOUT_MS);
+    fip_addr_t addr  = {0};
     fip_peer_t *peer;
     size_t i;
 
     /* the progress thread is stopped: no caller is added meanwhile but
-     * by this thread's own progress */
-    addr.family = FIP_ADDR_FAMILY_LOCAL;
-    addr.host   = fip_publish_host();
-    for (i = 0; i < domain->caller_count; ++i) {
+     * by this thread's own progress. Bounded: callers that do not answer
+     * in time are not asked (fip_peer_wireup_wait) */
+    domain->closing = 1;
+    addr.family     = FIP_ADDR_FAMILY_LOCAL;
+    addr.host       = fip_publish_host();
+    for (i = 0; (i < domain->caller_count) && (fip_now_ns() < deadline);
+         ++i) {
         addr.pid   = domain->callers[i].pid;
         addr.nonce = domain->callers[i].nonce;
         /* a caller that is gone, or refuses, is not asked */

@@ -86,8 +86,12 @@ static void fip_peer_wireup_wait(fip_domain_t *domain, ucp_ep_h ep)
 
     flush = ucp_ep_flush_nbx(ep, &param);
     if (UCS_PTR_IS_PTR(flush)) {
+        /* a closing domain connecting back to its callers (fip_caller.c)
+         * waits less: the close goes on without it */
         (void)fip_peer_ucp_wait(domain, flush,
-                                fip_wait_deadline(FIP_RESOLVE_TIMEOUT_MS));
+                                fip_wait_deadline(domain->closing ?
+                                                  FIP_CALLER_TIMEOUT_MS :
+                                                  FIP_RESOLVE_TIMEOUT_MS));
         ucp_request_free(flush);
     }
 }

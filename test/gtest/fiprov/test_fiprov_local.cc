@@ -274,6 +274,24 @@ TEST_P(local2p, peer_leaving_fails_later_calls)
 }
 
 /* posix alone, and the other same-host transport sets */
+/* A peer closes while this process, which connected to it, does not
+ * progress (manual progress, no call): the peer's connecting back and
+ * closing handshake are bounded, it exits cleanly in a few seconds; under
+ * automatic progress this side's thread answers. */
+TEST_P(local2p, peer_closes_while_caller_idle_in_bound)
+{
+    std::multiset<void*> contexts;
+    double t0;
+
+    m_peer.set(0, std::vector<uint8_t>(8, 0));
+    ASSERT_EQ(0, fetch_add(m_dest));
+    wait_complete(1, 0, FI_ATOMIC, &contexts);
+    ASSERT_FALSE(HasFatalFailure());
+    t0 = now_s();
+    EXPECT_EQ(0, m_peer.stop());
+    EXPECT_LT(now_s() - t0, 5.0);
+}
+
 const std::vector<peer_param> local_params = {
     {"posix",       FI_PROGRESS_AUTO,   0},
     {"posix",       FI_PROGRESS_MANUAL, 1},
