@@ -9,8 +9,9 @@
  * once before any address is handed out and removed when the domain
  * closes. A reader takes only a regular file of its own user, no larger
  * than the cap, whose header names the nonce asked for and the exact
- * length that follows. The file of a process that died without closing
- * stays: a reader finds its process gone and removes it.
+ * length that follows. The file of a process that ended without closing
+ * stays: a reader finds its process gone and removes it, and so does every
+ * domain that publishes, for all of its user's such files.
  *
  *   0  magic (FIP_PUBLISH_MAGIC, 32 bits)   8  nonce (64 bits)
  *   4  address length (32 bits)            16  the worker address
@@ -19,6 +20,7 @@
  */
 #include "fip.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -104,6 +106,42 @@ static int fip_publish_write(int fd, const void *buf, size_t len)
     return 0;
 }
 
+/* Remove the files of this user's processes that exited without closing
+ * their domains (a program that ends with exit() and no fi_close, or is
+ * killed): each domain that publishes sweeps once, so that such files do
+ * not pile up. A name that is not one of ours, a file of another user and
+ * one whose process lives are left. */
+static void fip_publish_sweep(void)
+{
+    char path[FIP_PUBLISH_PATH];
+    unsigned long long nonce;
+    struct dirent *entry;
+    unsigned pid;
+    struct stat st;
+    DIR *dir;
+    int n;
+
+    dir = opendir(FIP_PUBLISH_DIR);
+    if (dir == NULL) {
+        return;
+    }
+    while ((entry = readdir(dir)) != NULL) {
+        if ((sscanf(entry->d_name, "fiatomic-%u-%16llx%n", &pid, &nonce,
+                    &n) != 2) ||
+            (entry->d_name[n] != '\0') || (pid == 0)) {
+            continue;
+        }
+        fip_publish_path(pid, nonce, path, sizeof(path));
+        if ((strcmp(path + strlen(FIP_PUBLISH_DIR "/"), entry->d_name) ==
+             0) && (lstat(path, &st) == 0) && S_ISREG(st.st_mode) &&
+            (st.st_uid == geteuid()) && (kill((pid_t)pid, 0) != 0) &&
+            (errno == ESRCH)) {
+            unlink(path);
+        }
+    }
+    closedir(dir);
+}
+
 int fip_publish_start(fip_domain_t *domain)
 {
     ucp_worker_attr_t attr = {0};
@@ -142,6 +180,7 @@ int fip_publish_start(fip_domain_t *domain)
     }
     close(fd);
     domain->published = 1;
+    fip_publish_sweep();
 out_release:
     ucp_worker_release_address(domain->ucp_worker, attr.address);
     return ret;

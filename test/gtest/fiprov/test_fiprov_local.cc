@@ -7,7 +7,8 @@
  * which goes when the domain closes. Refused, with an error and within a
  * bound, never a hang: an address of another host (fi_av_insert), of the
  * other family (the operation: -FI_EINVAL), of a peer that closed or was
- * killed (-FI_ECONNREFUSED; a killed peer's file is removed), of a file
+ * killed (-FI_ECONNREFUSED; a killed peer's file is removed, by the
+ * first that tries it or the next domain that publishes), of a file
  * that is not a domain's (-FI_EINVAL); a peer that leaves after the
  * connection was made fails the operations after it. Over posix, sysv and
  * posix,self. The calls themselves over this path are the two-process
@@ -205,6 +206,22 @@ TEST_P(local2p, killed_peer_refused_and_its_file_removed)
     EXPECT_EQ(-FI_ECONNREFUSED, fetch_add(m_dest));
     EXPECT_LT(now_s() - t0, 2.0);
     EXPECT_FALSE(exists(peer)) << peer;
+}
+
+/* A process that ends without closing its domain leaves its file; the
+ * next domain that publishes on the host removes it. */
+TEST_P(local2p, killed_peers_file_removed_by_next_domain)
+{
+    const std::string peer = file_of(m_peer.addr);
+    objects o;
+
+    m_peer.kill_now();
+    ASSERT_TRUE(exists(peer)) << peer;
+    ASSERT_EQ(0, o.open_domain(m_o.params));
+    ASSERT_EQ(0, o.open_ep());
+    EXPECT_FALSE(exists(peer)) << peer;
+    /* this process's own files stay */
+    EXPECT_TRUE(exists(file_of(own_addr())));
 }
 
 TEST_P(local2p, file_not_a_domains_refused)
