@@ -198,23 +198,22 @@ fi
 # (contrib/sos), each run judged against the tcp;ofi_rxm reference list of
 # its configuration (contrib/sos/reference-*.txt): every test that passes
 # there with the same number of processes must pass. Both SOS builds come
-# from the background builds above (cached per machine). UCX_TLS names tcp
-# next to posix: the provider connects by socket address, and UCX's tcp
-# connection manager needs a transport on that network device
-# (fi_fiatomic(7)); the data goes over shared memory. ATOMICX_SOS=ci
+# from the background builds above (cached per machine). Over UCX_TLS=posix
+# alone the provider connects by the worker addresses its domains publish
+# (fi_fiatomic(7), Connections); over tcp by socket address. ATOMICX_SOS=ci
 # (default): the whole suite with 2 processes in both configurations, over
-# posix,self,tcp, and in the provider-key one over tcp too; the atomic,
+# posix, and in the provider-key one over tcp too; the atomic,
 # lock and wait tests with 4 processes in both (about 10 minutes); full:
 # every configuration, transport and process count; off: none.
 step "Sandia OpenSHMEM's unit tests over the fiatomic libfabric provider"
 sos_prov=$top/build-release/src/prov/fiatomic/.libs
 case ${ATOMICX_SOS:-ci} in
-    ci)   sos_runs=("posix,self,tcp basic 2" "tcp basic 2" "posix,self,tcp scalable 2"
-                    "posix,self,tcp basic 4 atomic,lock,wait"
+    ci)   sos_runs=("posix basic 2" "tcp basic 2" "posix scalable 2"
+                    "posix basic 4 atomic,lock,wait"
                     "tcp scalable 4 atomic,lock,wait") ;;
     full) sos_runs=()
           for c in basic scalable; do
-              for tl in posix,self,tcp tcp; do
+              for tl in posix tcp; do
                   sos_runs+=("$tl $c 2" "$tl $c 4 atomic,lock,wait")
               done
           done ;;
@@ -232,7 +231,7 @@ elif [ $sos_built -eq 1 ]; then
         read -r sos_tls sos_config sos_np sos_tests <<< "$sos_run"
         sos_log=$logdir/sos-$sos_tls-$sos_config-np$sos_np.log
         # shellcheck disable=SC2086 # sos_tests: empty or one word
-        # over posix,self,tcp every process's atomics go over shared memory
+        # over posix every process's atomics go over shared memory
         sos_lane=
         [ "${sos_tls%%,*}" != posix ] || sos_lane=posix/memory
         UCX_TLS=$sos_tls ATOMICX_FI_PROVIDER_PATH=$sos_prov SOS_AMO_LANE=$sos_lane \

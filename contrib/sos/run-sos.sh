@@ -148,9 +148,10 @@ for t in $tests; do echo "$work/$t.log"; done | xargs -r \
 # printed UCP endpoint configurations (ep_cfg, UCX_LOG_LEVEL=info, which
 # this sets) printed one with its AMO lane there; a test whose processes
 # printed none made no connection (shmem_global_exit) and is not judged. A
-# provider endpoint connects by socket address: its first configuration has
-# only the tcp device behind the address (atomics emulated over tcp); UCX
-# then wires up every transport and prints the final one.
+# provider endpoint that connects by socket address (tcp in UCX_TLS) has
+# first a configuration with only the tcp device behind the address
+# (atomics emulated over tcp); UCX then wires up every transport and prints
+# the final one. Over UCX_TLS=posix it connects by worker address.
 pids_of() { grep -oE '^\[[0-9.]+\] \[[^:]+:[0-9]+' | sed 's/.*://' | sort -u; }
 if [ -n "${SOS_AMO_LANE:-}" ]; then
     lanes_bad=0 judged_lanes=0 unconnected=0

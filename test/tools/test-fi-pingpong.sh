@@ -4,9 +4,10 @@
 # tree through FI_PROVIDER_PATH: FI_EP_RDM endpoints, the server's address
 # sent over fi_pingpong's control socket and given to the client's
 # fi_getinfo as its destination, messages with their content checked (-c),
-# on UCX_TLS=posix,self,tcp and on tcp; a size below the inject size
-# (fi_inject) and sizes above it (fi_send), and tagged messages (-m tagged:
-# fi_tsend, fi_trecv) on each. Each run must end with exit 0 on
+# on UCX_TLS=posix (same-host addresses: the published worker address),
+# posix,self,tcp (socket addresses, data over posix) and tcp; a size below
+# the inject size (fi_inject) and sizes above it (fi_send), and tagged
+# messages (-m tagged: fi_tsend, fi_trecv) on posix and tcp. Each run must end with exit 0 on
 # both sides, each side's result line counting every message sent and
 # acknowledged, and no UCX ERROR/WARN line. Skips (reason printed) only when
 # fi_pingpong is not installed or the provider is not built.
@@ -96,10 +97,10 @@ pingpong() {
     fi
 }
 
-# shared memory: fi_inject's size and 1 KiB; tcp: 1 KiB and 64 KiB; tagged
-# messages of 1 KiB on each
-for run in posix,self,tcp:16:msg posix,self,tcp:1024:msg \
-           posix,self,tcp:1024:tagged tcp:1024:msg tcp:65536:msg \
+# shared memory: fi_inject's size and 1 KiB (and 1 KiB connected by socket
+# address); tcp: 1 KiB and 64 KiB; tagged messages of 1 KiB on each
+for run in posix:16:msg posix:1024:msg posix:1024:tagged \
+           posix,self,tcp:1024:msg tcp:1024:msg tcp:65536:msg \
            tcp:1024:tagged; do
     tls=${run%%:*}
     mode=${run##*:}

@@ -89,6 +89,19 @@ typedef struct fip_domain {
     ucp_listener_h     ucp_listener; /* once an endpoint opened */
     uint32_t           listen_ipv4;  /* the address it names, host order */
     uint16_t           listen_port;
+    /* no connection manager in the transport set (or no listener): the
+     * domain's addresses are of FIP_ADDR_FAMILY_LOCAL, its worker address
+     * published in a file (fip_publish.c) */
+    int                local;
+    int                published;    /* the file exists; under lock */
+    uint64_t           nonce;        /* random, not zero: names the file */
+    /* the peers that connected to it (fip_caller.c), under conn_lock */
+    struct {
+        uint32_t       pid;
+        uint64_t       nonce;
+    }                  *callers;
+    size_t             caller_count;
+    int                closing;      /* connecting back to them */
     uint32_t           next_ep_id;   /* under lock */
     fip_mr_t           *mr_buckets[FIP_MR_BUCKETS]; /* under mr_lock */
     size_t             mr_count;
@@ -175,15 +188,23 @@ typedef struct fip_cntr {
 #define FIP_ADDR_LEN         24
 #define FIP_ADDR_VERSION     1
 #define FIP_ADDR_FAMILY_IPV4 4
+/** A same-host address: the domain publishes its UCP worker address in a
+ *  file its host's peers read (fip_publish.c), for transport sets with no
+ *  connection manager (UCX_TLS=posix). */
+#define FIP_ADDR_FAMILY_LOCAL 2
 /** Room for fip_addr_str's text and its NUL. */
 #define FIP_ADDR_STRLEN      64
 
 /** A decoded address, host byte order. */
 typedef struct fip_addr {
-    uint32_t ipv4;     /* where the peer's domain listens */
+    uint8_t  family;   /* FIP_ADDR_FAMILY_IPV4 or FIP_ADDR_FAMILY_LOCAL */
+    uint32_t ipv4;     /* IPV4: where the peer's domain listens */
     uint16_t port;
+    uint32_t pid;      /* LOCAL: the peer's process */
+    uint32_t host;     /* LOCAL: its host's identity (fip_publish_host) */
     uint32_t ep_id;    /* the endpoint in that domain */
-    uint64_t nonce;    /* random, not zero: tells endpoints apart over time */
+    uint64_t nonce;    /* random, not zero: tells endpoints apart over time
+                        * (LOCAL: the domain's, which names its file) */
 } fip_addr_t;
 
 /** Pack into FIP_ADDR_LEN bytes. */
@@ -191,7 +212,8 @@ void fip_addr_pack(const fip_addr_t *addr, uint8_t *buf);
 
 /** Decode and validate `len` bytes from the program or a peer: 0, or
  *  -FI_EINVAL when short, of another version or family, with a non-zero
- *  reserved field, or with a zero port, IPv4 address or nonce. */
+ *  reserved field, or with a zero port, IPv4 address or nonce; a LOCAL
+ *  one with a zero process id or one of another host. */
 int fip_addr_unpack(const void *buf, size_t len, fip_addr_t *addr);
 
 /** The address as text into buf (at most len bytes, NUL-terminated);
@@ -431,7 +453,7 @@ typedef struct {
     unsigned set;  /* the variables set here, cleared by fip_ucx_env_end */
 } fip_ucx_env_t;
 
-int fip_ucx_config_read(ucp_config_t **config_p);
+int fip_ucx_config_read(int local, ucp_config_t **config_p);
 void fip_ucx_env_begin(fip_ucx_env_t *env);
 void fip_ucx_env_end(fip_ucx_env_t *env);
 /** Free the streams and the messages held (the progress thread stopped,
@@ -452,6 +474,9 @@ fip_op_t *fip_op_alloc(fip_ep_t *ep, int reading, void *context,
                        size_t extra);
 /** Forget an operation that never started (not counted). */
 void fip_op_cancel(fip_op_t *op);
+/** A random nonce, not zero: 0, or -FI_EOTHER. */
+int fip_ep_nonce(uint64_t *nonce_p);
+
 /** The endpoint's peer for fi_addr (fip_av_get + fip_peer_get). */
 int fip_ep_peer(fip_ep_t *ep, fi_addr_t dest, fip_peer_t **peer_p);
 
@@ -496,6 +521,32 @@ void fip_atomic_unstage(fip_op_t *op);
 
 int fip_ep_open(struct fid_domain *domain, struct fi_info *info,
                 struct fid_ep **ep_p, void *context);
+
+/* ---- the published worker address (fip_publish.c) --------------------- */
+
+/** The most bytes a published worker address may have (a reader takes no
+ *  more). */
+#define FIP_PUBLISH_ADDR_MAX 8192
+
+/** This host's identity (a hash of its boot id; not zero). */
+uint32_t fip_publish_host(void);
+/** The file a LOCAL address's domain publishes in (at most len bytes). */
+void fip_publish_path(uint32_t pid, uint64_t nonce, char *buf, size_t len);
+/** Publish the domain's worker address (under domain->lock, once): 0, or
+ *  a negative errno. */
+int fip_publish_start(fip_domain_t *domain);
+/** Remove the domain's file. */
+void fip_publish_stop(fip_domain_t *domain);
+/** Read and validate the worker address a LOCAL address names: 0 and a
+ *  malloc'd copy, or -FI_ECONNREFUSED (no such domain, or its process
+ *  exited: a stale file of a dead process is removed) or -FI_EINVAL (a
+ *  file that is not a domain's). */
+int fip_publish_read(const fip_addr_t *addr, void **worker_addr,
+                     size_t *len);
+
+/** Whether UCX_TLS names shared-memory and loopback transports only, none
+ *  with a connection manager (fip_ucx_config.c). */
+int fip_ucx_tls_local_only(void);
 
 /** Start the domain's listener if not yet (under domain->lock): 0, or
  *  -FI_EADDRNOTAVAIL. */
@@ -650,6 +701,26 @@ int fip_wait_slice(pthread_mutex_t *lock, pthread_cond_t *cond,
 #define FIP_AM_BYE             1013
 #define FIP_AM_BYE_ACK         1014
 
+/** A peer that connected to a domain without a listener says who it is
+ *  (fip_caller.c). */
+#define FIP_AM_HELLO           1017
+/** How long a closing domain waits to connect back to one caller, and to
+ *  all of them. */
+#define FIP_CALLER_TIMEOUT_MS  1000
+#define FIP_CALLERS_TIMEOUT_MS 2000
+
+typedef struct fip_hello_msg {
+    uint32_t magic;
+    uint32_t pid;      /* the caller's process */
+    uint64_t nonce;    /* and its domain's nonce */
+} fip_hello_msg_t;
+
+/* fip_caller.c: the connections peers made to a domain without a listener,
+ * connected back to before it closes */
+int fip_caller_init(fip_domain_t *domain);
+void fip_caller_hello(fip_domain_t *domain, fip_peer_t *peer);
+void fip_caller_connect_all(fip_domain_t *domain);
+
 /* fip_bye.c: before a domain closes its connections (those it made and
  * those peers made to it), the peer answers a message on each, bounded */
 int fip_bye_init(fip_domain_t *domain);
@@ -674,8 +745,12 @@ typedef struct fip_rkey {
 struct fip_peer {
     fip_peer_t         *next;
     fip_domain_t       *domain;     /* the peer's failure tells it */
-    uint32_t           ipv4;
+    uint8_t            family;      /* what names the peer domain: */
+    uint32_t           ipv4;        /* IPV4: its listener */
     uint16_t           port;
+    uint32_t           pid;         /* LOCAL: its process and nonce */
+    uint64_t           nonce;
+    struct fip_hello_msg hello;     /* LOCAL: sent once connected */
     ucp_ep_h           ucp_ep;
     fiatomic_ep_h      fep;
     uint64_t           msg_seq;     /* atomic: the next message's number */
@@ -698,6 +773,11 @@ int fip_peer_get(fip_domain_t *domain, const fip_addr_t *addr,
 int fip_peer_key(fip_domain_t *domain, fip_peer_t *peer, uint64_t key,
                  uint64_t addr, uint64_t len, uint64_t access,
                  uint64_t *fkey_p, uint64_t *raddr_p, ucp_rkey_h *rkey_p);
+
+/** The peer domain on `ep` said it closes (fip_bye.c): later operations
+ *  to it fail at once (-FI_EIO). Without a connection manager nothing else
+ *  would tell: operations to it would wait for UCP's keepalive. */
+void fip_peer_gone(fip_domain_t *domain, ucp_ep_h ep);
 
 /** Accept a peer's connection request (the listener's handler). */
 void fip_peer_accept(fip_domain_t *domain, ucp_conn_request_h request);

@@ -13,6 +13,18 @@
  *   2  port (16 bits, not zero)       16  nonce (64 bits, not zero)
  *   4  IPv4 address (not 0.0.0.0)
  *
+ * A domain whose transports have no connection manager (UCX_TLS=posix)
+ * gives same-host addresses instead: its host, process and nonce name the
+ * file its worker address is published in (fip_publish.c); the nonce is
+ * the domain's, the endpoint id tells its endpoints apart:
+ *
+ *   0  version (FIP_ADDR_VERSION)      8  endpoint id (32 bits)
+ *   1  family (FIP_ADDR_FAMILY_LOCAL) 12  host identity (32 bits, not zero)
+ *   2  reserved, zero (16 bits)       16  nonce (64 bits, not zero)
+ *   4  process id (32 bits, not zero)
+ *
+ * A same-host address of another host is refused here.
+ *
  * Every address the program hands in is decoded and validated here.
  */
 #include "fip.h"
@@ -44,25 +56,55 @@ static uint64_t fip_get_be(const uint8_t *p, size_t bytes)
 void fip_addr_pack(const fip_addr_t *addr, uint8_t *buf)
 {
     buf[0] = FIP_ADDR_VERSION;
-    buf[1] = FIP_ADDR_FAMILY_IPV4;
-    fip_put_be(buf + 2, addr->port, 2);
-    fip_put_be(buf + 4, addr->ipv4, 4);
+    buf[1] = addr->family;
+    if (addr->family == FIP_ADDR_FAMILY_LOCAL) {
+        fip_put_be(buf + 2, 0, 2);
+        fip_put_be(buf + 4, addr->pid, 4);
+        fip_put_be(buf + 12, addr->host, 4);
+    } else {
+        fip_put_be(buf + 2, addr->port, 2);
+        fip_put_be(buf + 4, addr->ipv4, 4);
+        fip_put_be(buf + 12, 0, 4);
+    }
     fip_put_be(buf + 8, addr->ep_id, 4);
-    fip_put_be(buf + 12, 0, 4);
     fip_put_be(buf + 16, addr->nonce, 8);
+}
+
+static int fip_addr_unpack_local(const uint8_t *p, fip_addr_t *addr)
+{
+    if (fip_get_be(p + 2, 2) != 0) {
+        return -FI_EINVAL;
+    }
+    memset(addr, 0, sizeof(*addr));
+    addr->family = FIP_ADDR_FAMILY_LOCAL;
+    addr->pid    = (uint32_t)fip_get_be(p + 4, 4);
+    addr->ep_id  = (uint32_t)fip_get_be(p + 8, 4);
+    addr->host   = (uint32_t)fip_get_be(p + 12, 4);
+    addr->nonce  = fip_get_be(p + 16, 8);
+    /* the file it names is on this host only */
+    if ((addr->pid == 0) || (addr->nonce == 0) ||
+        (addr->host != fip_publish_host())) {
+        return -FI_EINVAL;
+    }
+    return 0;
 }
 
 int fip_addr_unpack(const void *buf, size_t len, fip_addr_t *addr)
 {
     const uint8_t *p = buf;
 
-    if ((buf == NULL) || (len < FIP_ADDR_LEN)) {
+    if ((buf == NULL) || (len < FIP_ADDR_LEN) ||
+        (p[0] != FIP_ADDR_VERSION)) {
         return -FI_EINVAL;
     }
-    if ((p[0] != FIP_ADDR_VERSION) || (p[1] != FIP_ADDR_FAMILY_IPV4) ||
-        (fip_get_be(p + 12, 4) != 0)) {
+    if (p[1] == FIP_ADDR_FAMILY_LOCAL) {
+        return fip_addr_unpack_local(p, addr);
+    }
+    if ((p[1] != FIP_ADDR_FAMILY_IPV4) || (fip_get_be(p + 12, 4) != 0)) {
         return -FI_EINVAL;
     }
+    memset(addr, 0, sizeof(*addr));
+    addr->family = FIP_ADDR_FAMILY_IPV4;
     addr->port  = (uint16_t)fip_get_be(p + 2, 2);
     addr->ipv4  = (uint32_t)fip_get_be(p + 4, 4);
     addr->ep_id = (uint32_t)fip_get_be(p + 8, 4);
@@ -79,6 +121,12 @@ size_t fip_addr_str(const fip_addr_t *addr, char *buf, size_t len)
     char ip[INET_ADDRSTRLEN];
     int n;
 
+    if (addr->family == FIP_ADDR_FAMILY_LOCAL) {
+        n = snprintf(buf, len, "fiatomic-shm://%08x/%u/%u/%016llx",
+                     (unsigned)addr->host, (unsigned)addr->pid,
+                     (unsigned)addr->ep_id, (unsigned long long)addr->nonce);
+        return (n < 0) ? 0 : (size_t)n + 1;
+    }
     if (inet_ntop(AF_INET, &in, ip, sizeof(ip)) == NULL) {
         ip[0] = '\0';
     }

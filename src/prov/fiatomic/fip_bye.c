@@ -18,6 +18,9 @@
  * a connection whose peer is known failed is not asked, one that fails
  * meanwhile (its peer closed or died) is not waited for, and a peer that
  * does not answer in time (not progressing) leaves the close to go on.
+ * A peer's question also tells this domain that the peer goes: later
+ * operations to it fail at once (over same-host transports with no
+ * connection manager, nothing else tells until UCP's keepalive).
  */
 #include "fip.h"
 
@@ -139,6 +142,8 @@ static ucs_status_t fip_bye_handler(void *arg, const void *header,
         (void)fip_bye_send(arg, param->reply_ep, FIP_AM_BYE_ACK, msg.index,
                            0);
         fip_bye_ep_gone(arg, param->reply_ep);
+        /* the peer domain goes: nothing more to it on this connection */
+        fip_peer_gone(arg, param->reply_ep);
     }
     return UCS_OK;
 }

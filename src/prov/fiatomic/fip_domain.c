@@ -26,6 +26,7 @@ static void fip_domain_release(fip_domain_t *domain)
     fip_progress_stop(domain);
     /* no new connections while the others close */
     fip_listen_stop(domain);
+    fip_publish_stop(domain);
     fip_peer_close_all(domain);
     if (domain->ucp_worker != NULL) {
         fip_msg_cleanup(domain);
@@ -40,6 +41,7 @@ static void fip_domain_release(fip_domain_t *domain)
         ucp_cleanup(domain->ucp_context);
     }
     free(domain->accepted);
+    free(domain->callers);
     pthread_mutex_destroy(&domain->key_lock);
     pthread_mutex_destroy(&domain->msg_lock);
     pthread_mutex_destroy(&domain->stream_lock);
@@ -233,7 +235,7 @@ static int fip_domain_ucp_open(fip_domain_t *domain)
                             UCP_FEATURE_RMA | UCP_FEATURE_AM;
     ucp_params.mt_workers_shared = (domain->threading == FI_THREAD_SAFE);
     fip_ucx_env_begin(&env);
-    ret = fip_ucx_config_read(&config);
+    ret = fip_ucx_config_read(domain->local, &config);
     if (ret != 0) {
         fip_ucx_env_end(&env);
         return ret;
@@ -269,6 +271,10 @@ static int fip_domain_ucp_open(fip_domain_t *domain)
         return ret;
     }
     ret = fip_bye_init(domain);
+    if (ret != 0) {
+        return ret;
+    }
+    ret = fip_caller_init(domain);
     if (ret != 0) {
         return ret;
     }
@@ -312,7 +318,8 @@ int fip_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
     pthread_mutex_init(&domain->stream_lock, NULL);
     pthread_mutex_init(&domain->ucp_lock, NULL);
     domain->accepted = calloc(FIP_ACCEPT_MAX, sizeof(*domain->accepted));
-    if (domain->accepted == NULL) {
+    domain->callers  = calloc(FIP_ACCEPT_MAX, sizeof(*domain->callers));
+    if ((domain->accepted == NULL) || (domain->callers == NULL)) {
         fip_domain_release(domain);
         return -FI_ENOMEM;
     }
@@ -328,6 +335,15 @@ int fip_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
             domain->data_progress = info->domain_attr->data_progress;
         }
         domain->mr_mode = fip_domain_mr_mode(info->domain_attr->mr_mode);
+    }
+
+    /* transports that reach no other host bring no connection manager:
+     * addresses name the published worker address then (fip_publish.c) */
+    domain->local = fip_ucx_tls_local_only();
+    ret           = fip_ep_nonce(&domain->nonce);
+    if (ret != 0) {
+        fip_domain_release(domain);
+        return ret;
     }
 
     ret = fip_domain_ucp_open(domain);

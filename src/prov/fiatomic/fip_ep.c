@@ -1,7 +1,9 @@
 /**
  * Endpoints (fi_endpoint(3)), FI_EP_RDM: several per domain, each with an
  * id in its domain and a random nonce, and so an address of its own
- * (fi_getname: the domain's listener, the id, the nonce; fip_addr.c). An
+ * (fi_getname: the domain's listener, the id, the nonce; or, over
+ * same-host transports alone, the domain's published worker address;
+ * fip_addr.c). An
  * endpoint binds one address vector, an event queue (which gets no
  * events: fip_eq.c), a completion queue per direction
  * (FI_TRANSMIT, FI_RECV) and a counter per direction flag (FI_SEND, FI_RECV,
@@ -20,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 static fip_ep_t *fip_ep_of_fid(struct fid *fid)
 {
@@ -336,7 +339,7 @@ static struct fi_ops_cm fip_ep_cm_ops = {
     .join     = fip_ep_join
 };
 
-static int fip_ep_nonce(uint64_t *nonce_p)
+int fip_ep_nonce(uint64_t *nonce_p)
 {
     uint64_t nonce;
 
@@ -381,10 +384,24 @@ int fip_ep_open(struct fid_domain *domain_fid, struct fi_info *info,
     }
 
     pthread_mutex_lock(&domain->lock);
-    ret = fip_listen_start(domain);
+    if (!domain->local && (fip_listen_start(domain) != 0)) {
+        /* no connection manager to listen with: same-host peers only */
+        domain->local = 1;
+    }
+    ret = domain->local ? fip_publish_start(domain) : 0;
     if (ret == 0) {
-        ep->addr.ipv4  = domain->listen_ipv4;
-        ep->addr.port  = domain->listen_port;
+        if (domain->local) {
+            ep->addr.family = FIP_ADDR_FAMILY_LOCAL;
+            ep->addr.pid    = (uint32_t)getpid();
+            ep->addr.host   = fip_publish_host();
+            /* the domain's, which names its file; the id tells its
+             * endpoints apart */
+            ep->addr.nonce  = domain->nonce;
+        } else {
+            ep->addr.family = FIP_ADDR_FAMILY_IPV4;
+            ep->addr.ipv4   = domain->listen_ipv4;
+            ep->addr.port   = domain->listen_port;
+        }
         ep->addr.ep_id = domain->next_ep_id++;
     }
     pthread_mutex_unlock(&domain->lock);

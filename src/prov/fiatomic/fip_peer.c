@@ -7,6 +7,12 @@
  * (FIP_MSG_ORDER). The keys a peer's regions go by are resolved once per
  * peer (fip_key.c) and cached here, capped per peer. The other direction,
  * connections peers make to this domain's listener, is accepted here too.
+ * A same-host address (UCX_TLS=posix: no connection manager) names the
+ * peer domain's published worker address instead (fip_publish.c): the
+ * endpoint is created to that, cached per peer domain likewise, and the
+ * peer's side of it is UCP's own, which its replies go over (UCP's active
+ * message reply endpoints: key replies, message acknowledgements, the
+ * closing handshake's answers).
  */
 #include "fip.h"
 
@@ -63,7 +69,8 @@ static int fip_peer_ucp_wait(fip_domain_t *domain, ucs_status_ptr_t req,
                              int64_t deadline);
 
 /* Wait, bounded, until the new endpoint's wireup has ended (a flush ends
- * after it): a client's endpoint to a socket address starts on the lanes
+ * after it; over a published worker address it sends the peer its own
+ * address, and the peer's side can answer once it has it): a client's endpoint to a socket address starts on the lanes
  * of the first transport wireup finds (tcp) and moves to those both sides
  * share (posix, sysv) when wireup ends. A message sent meanwhile waited for
  * the new lanes with a protocol chosen for the old ones: UCX 1.13 then sent
@@ -79,10 +86,46 @@ static void fip_peer_wireup_wait(fip_domain_t *domain, ucp_ep_h ep)
 
     flush = ucp_ep_flush_nbx(ep, &param);
     if (UCS_PTR_IS_PTR(flush)) {
+        /* a closing domain connecting back to its callers (fip_caller.c)
+         * waits less: the close goes on without it */
         (void)fip_peer_ucp_wait(domain, flush,
-                                fip_wait_deadline(FIP_RESOLVE_TIMEOUT_MS));
+                                fip_wait_deadline(domain->closing ?
+                                                  FIP_CALLER_TIMEOUT_MS :
+                                                  FIP_RESOLVE_TIMEOUT_MS));
         ucp_request_free(flush);
     }
+}
+
+/* the UCP endpoint to the domain a same-host address names, by the worker
+ * address it published (fip_publish.c) */
+static int fip_peer_create_local(fip_domain_t *domain, fip_peer_t *peer,
+                                 ucp_ep_params_t *params)
+{
+    fip_addr_t addr = {0};
+    void *worker_addr;
+    size_t len;
+    ucs_status_t status;
+    int ret;
+
+    addr.family = FIP_ADDR_FAMILY_LOCAL;
+    addr.pid    = peer->pid;
+    addr.nonce  = peer->nonce;
+    ret         = fip_publish_read(&addr, &worker_addr, &len);
+    if (ret != 0) {
+        return ret;
+    }
+    params->field_mask |= UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    params->address     = worker_addr;
+    /* see fip_peer_connect for the lock */
+    pthread_mutex_lock(&domain->ucp_lock);
+    status = ucp_ep_create(domain->ucp_worker, params, &peer->ucp_ep);
+    pthread_mutex_unlock(&domain->ucp_lock);
+    free(worker_addr);
+    if (status != UCS_OK) {
+        peer->ucp_ep = NULL;
+        return -FI_ECONNREFUSED;
+    }
+    return 0;
 }
 
 static int fip_peer_connect(fip_domain_t *domain, fip_peer_t *peer)
@@ -91,21 +134,29 @@ static int fip_peer_connect(fip_domain_t *domain, fip_peer_t *peer)
     fiatomic_ep_params_t fparams = {0};
     struct sockaddr_in sin       = {0};
     ucs_status_t status;
+    int ret;
 
-    sin.sin_family           = AF_INET;
-    sin.sin_addr.s_addr      = htonl(peer->ipv4);
-    sin.sin_port             = htons(peer->port);
-    params.field_mask        = UCP_EP_PARAM_FIELD_FLAGS |
-                               UCP_EP_PARAM_FIELD_SOCK_ADDR |
-                               UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+    params.field_mask        = UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                                UCP_EP_PARAM_FIELD_ERR_HANDLER;
-    params.flags             = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
-    params.sockaddr.addr     = (const struct sockaddr*)&sin;
-    params.sockaddr.addrlen  = sizeof(sin);
     /* a dead peer fails operations instead of hanging them */
     params.err_mode          = UCP_ERR_HANDLING_MODE_PEER;
     params.err_handler.cb    = fip_peer_err;
     params.err_handler.arg   = peer;
+    if (peer->family == FIP_ADDR_FAMILY_LOCAL) {
+        ret = fip_peer_create_local(domain, peer, &params);
+        if (ret != 0) {
+            return ret;
+        }
+        goto created;
+    }
+    sin.sin_family           = AF_INET;
+    sin.sin_addr.s_addr      = htonl(peer->ipv4);
+    sin.sin_port             = htons(peer->port);
+    params.field_mask       |= UCP_EP_PARAM_FIELD_FLAGS |
+                               UCP_EP_PARAM_FIELD_SOCK_ADDR;
+    params.flags             = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+    params.sockaddr.addr     = (const struct sockaddr*)&sin;
+    params.sockaddr.addrlen  = sizeof(sin);
     /* wireup starts with the endpoint, and fiatomic_ep_create reads its
      * lanes: no other thread progresses the worker meanwhile (ucp_lock, not
      * held while this thread waits for wireup, which progresses) */
@@ -116,6 +167,7 @@ static int fip_peer_connect(fip_domain_t *domain, fip_peer_t *peer)
         peer->ucp_ep = NULL;
         return -FI_ECONNREFUSED;
     }
+created:
     fip_peer_wireup_wait(domain, peer->ucp_ep);
 
     fparams.field_mask = FIATOMIC_EP_PARAM_FIELD_MSG_ORDER |
@@ -131,6 +183,10 @@ static int fip_peer_connect(fip_domain_t *domain, fip_peer_t *peer)
     if (status != UCS_OK) {
         peer->fep = NULL;
         return fiatomic_status_to_fi_errno(status);
+    }
+    if (peer->family == FIP_ADDR_FAMILY_LOCAL) {
+        /* the peer connects back before it closes (fip_caller.c) */
+        fip_caller_hello(domain, peer);
     }
     return 0;
 }
@@ -180,6 +236,20 @@ static void fip_peer_ucp_close(fip_domain_t *domain, ucp_ep_h ep)
     }
 }
 
+/* flush every endpoint of the worker, bounded (the progress thread is
+ * stopped) */
+static void fip_peer_worker_flush(fip_domain_t *domain)
+{
+    ucp_request_param_t param = {0};
+    ucs_status_ptr_t flush;
+
+    flush = ucp_worker_flush_nbx(domain->ucp_worker, &param);
+    if (UCS_PTR_IS_PTR(flush)) {
+        (void)fip_peer_ucp_wait(domain, flush, fip_wait_deadline(1000));
+        ucp_request_free(flush);
+    }
+}
+
 static void fip_peer_free(fip_domain_t *domain, fip_peer_t *peer)
 {
     fip_rkey_t *rkey;
@@ -208,9 +278,18 @@ int fip_peer_get(fip_domain_t *domain, const fip_addr_t *addr,
     fip_peer_t *peer;
     int ret;
 
+    /* a domain reaches the peers of its own family only: one over
+     * same-host transports has no listener a peer could connect to, and
+     * one with a listener published no worker address */
+    if (addr->family != (domain->local ? FIP_ADDR_FAMILY_LOCAL :
+                                         FIP_ADDR_FAMILY_IPV4)) {
+        return -FI_EINVAL;
+    }
     pthread_mutex_lock(&domain->peer_lock);
     for (peer = domain->peers; peer != NULL; peer = peer->next) {
-        if ((peer->ipv4 == addr->ipv4) && (peer->port == addr->port)) {
+        if ((peer->family == FIP_ADDR_FAMILY_LOCAL) ?
+            ((peer->pid == addr->pid) && (peer->nonce == addr->nonce)) :
+            ((peer->ipv4 == addr->ipv4) && (peer->port == addr->port))) {
             break;
         }
     }
@@ -221,8 +300,11 @@ int fip_peer_get(fip_domain_t *domain, const fip_addr_t *addr,
             return -FI_ENOMEM;
         }
         peer->domain = domain;
+        peer->family = addr->family;
         peer->ipv4   = addr->ipv4;
         peer->port   = addr->port;
+        peer->pid    = addr->pid;
+        peer->nonce  = addr->nonce;
         ret          = fip_peer_connect(domain, peer);
         if (ret != 0) {
             pthread_mutex_unlock(&domain->peer_lock);
@@ -230,7 +312,9 @@ int fip_peer_get(fip_domain_t *domain, const fip_addr_t *addr,
             return ret;
         }
         peer->next    = domain->peers;
-        domain->peers = peer;
+        /* published whole: the closing handshake's handler reads the list
+         * without the lock (fip_peer_gone) */
+        __atomic_store_n(&domain->peers, peer, __ATOMIC_RELEASE);
         ++domain->peer_count;
     }
     pthread_mutex_unlock(&domain->peer_lock);
@@ -240,6 +324,21 @@ int fip_peer_get(fip_domain_t *domain, const fip_addr_t *addr,
     }
     *peer_p = peer;
     return 0;
+}
+
+void fip_peer_gone(fip_domain_t *domain, ucp_ep_h ep)
+{
+    fip_peer_t *peer;
+
+    /* inside UCP's progress, where peer_lock may not be taken (a thread
+     * connecting holds it while it progresses): peers are added whole at
+     * the head and freed only at close, after progress stopped */
+    for (peer = __atomic_load_n(&domain->peers, __ATOMIC_ACQUIRE);
+         peer != NULL; peer = peer->next) {
+        if (peer->ucp_ep == ep) {
+            __atomic_store_n(&peer->failed, 1, __ATOMIC_RELEASE);
+        }
+    }
 }
 
 static size_t fip_peer_key_bucket(uint64_t key)
@@ -357,9 +456,20 @@ void fip_peer_close_all(fip_domain_t *domain)
     fip_peer_t *peer;
     size_t i;
 
+    /* the peers that connected to this domain without a listener, on a
+     * connection of its own (fip_caller.c) */
+    if (domain->local) {
+        fip_caller_connect_all(domain);
+    }
     /* the peers have read what this side sent them, on every connection,
      * before it goes */
     fip_bye_all(domain);
+    /* without a listener, the connections peers made to this domain are
+     * UCP's own (no accept): what this side still owes them, answers and
+     * acknowledgements, goes out before the worker does */
+    if (domain->local) {
+        fip_peer_worker_flush(domain);
+    }
     while ((peer = domain->peers) != NULL) {
         domain->peers = peer->next;
         fip_peer_free(domain, peer);

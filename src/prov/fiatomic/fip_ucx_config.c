@@ -117,7 +117,16 @@ void fip_ucx_env_end(fip_ucx_env_t *env)
     pthread_mutex_unlock(&fip_ucx_env_lock);
 }
 
-int fip_ucx_config_read(ucp_config_t **config_p)
+/* Over same-host transports alone a peer's end shows only in UCP's
+ * keepalive (no connection manager reports it): the peer's process gone,
+ * checked every interval. A peer that closed its domain says so on the
+ * connections it made (fip_bye.c), but not on those made to it, whose
+ * initiator learns it from the keepalive: one second instead of UCX's
+ * default (20 s on 1.13), a check of a few endpoints' peer processes per
+ * second. Not where the user set it. */
+#define FIP_UCX_LOCAL_KEEPALIVE "1s"
+
+int fip_ucx_config_read(int local, ucp_config_t **config_p)
 {
     const char *tls = getenv("UCX_TLS");
     ucp_config_t *config;
@@ -138,6 +147,43 @@ int fip_ucx_config_read(ucp_config_t **config_p)
             }
         }
     }
+    if (local && (getenv("UCX_KEEPALIVE_INTERVAL") == NULL)) {
+        (void)ucp_config_modify(config, "KEEPALIVE_INTERVAL",
+                                FIP_UCX_LOCAL_KEEPALIVE);
+    }
     *config_p = config;
     return 0;
+}
+
+/* UCX_TLS's names of transports that reach this host only (shared memory
+ * and loopback, and their aliases): none brings a connection manager, and
+ * over them alone a listener's connection never completes */
+static const char *fip_ucx_local_tls[] = {
+    "posix", "sysv", "self", "cma", "knem", "xpmem", "sm", "shm", "mm"
+};
+
+int fip_ucx_tls_local_only(void)
+{
+    const char *tls = getenv("UCX_TLS");
+    const char *tok, *end;
+    size_t len, i;
+    int local;
+
+    if ((tls == NULL) || (*tls == '\0') || (*tls == '^')) {
+        return 0;
+    }
+    for (tok = tls; *tok != '\0'; tok = end + (*end == ',')) {
+        end = strchr(tok, ',');
+        end = (end != NULL) ? end : tok + strlen(tok);
+        len = end - tok;
+        local = 0;
+        for (i = 0; i < sizeof(fip_ucx_local_tls) /
+                        sizeof(fip_ucx_local_tls[0]); ++i) {
+            local |= fip_ucx_tls_token_is(tok, len, fip_ucx_local_tls[i]);
+        }
+        if (!local) {
+            return 0;
+        }
+    }
+    return 1;
 }

@@ -837,9 +837,10 @@ static void perf_goals_prov_sweeps(perf_goals_t *g, int shm)
                     n_only);
 }
 
-/* The prov- goals of transport tl, in a session of their own: the provider
- * connects by socket address, so its UCX_TLS has tcp beside a shared-memory
- * transport (fi_fiatomic(7)). */
+/* The prov- goals of transport tl, in a session of their own, over that
+ * transport alone: over shared memory the provider connects by its domains'
+ * published worker addresses (fi_fiatomic(7)), with no tcp lanes beside,
+ * whose progress took half of both processes' cycles. */
 static int perf_goals_prov(const perf_opts_t *o, const char *tl, int shm,
                            perf_goals_t *g)
 {
@@ -859,8 +860,7 @@ static int perf_goals_prov(const perf_opts_t *o, const char *tl, int shm,
          !perf_goal_wanted(g, "prov-only-cells-vs-prov-fadd"))) {
         return 0;
     }
-    snprintf(tls, sizeof(tls), "%s%s", tl,
-             (strstr(tl, "tcp") != NULL) ? "" : ",self,tcp");
+    snprintf(tls, sizeof(tls), "%s", tl);
     if (setenv("UCX_TLS", tls, 1) || perf_session_open(&s, o)) {
         fprintf(stderr, PERF_NAME ": cannot run over %s\n", tls);
         return -1;

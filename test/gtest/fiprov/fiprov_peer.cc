@@ -275,6 +275,20 @@ int peer::stop()
     return (WIFEXITED(status)) ? WEXITSTATUS(status) : 128;
 }
 
+void peer::kill_now()
+{
+    int status;
+
+    if (m_pid <= 0) {
+        return;
+    }
+    kill(m_pid, SIGKILL);
+    waitpid(m_pid, &status, 0);
+    ::close(m_to);
+    ::close(m_from);
+    m_pid = -1;
+}
+
 /* ---- the two-process fixture --------------------------------------------- */
 
 std::ostream &operator<<(std::ostream &os, const peer_param &p)
@@ -285,15 +299,25 @@ std::ostream &operator<<(std::ostream &os, const peer_param &p)
 }
 
 const std::vector<peer_param> peer_params = {
+    {"posix", FI_PROGRESS_AUTO,   0},
+    {"posix", FI_PROGRESS_MANUAL, 1},
+    {"tcp",   FI_PROGRESS_AUTO,   1},
+    {"tcp",   FI_PROGRESS_MANUAL, 0},
+};
+
+const std::vector<peer_param> peer_params_sockaddr = {
     {"posix,self,tcp", FI_PROGRESS_AUTO,   0},
     {"posix,self,tcp", FI_PROGRESS_MANUAL, 1},
-    {"tcp",            FI_PROGRESS_AUTO,   1},
-    {"tcp",            FI_PROGRESS_MANUAL, 0},
 };
 
 std::string peer_param_name(const testing::TestParamInfo<peer_param> &info)
 {
-    return std::string((strcmp(info.param.tls, "tcp") == 0) ? "tcp" : "shm") +
+    const char *tls = info.param.tls;
+
+    return std::string((strcmp(tls, "tcp") == 0) ? "tcp" :
+                       (strcmp(tls, "posix") == 0) ? "shm" :
+                       (strcmp(tls, "posix,self,tcp") == 0) ? "shmtcp" :
+                       (strcmp(tls, "posix,self") == 0) ? "shmself" : tls) +
            ((info.param.progress == FI_PROGRESS_AUTO) ? "_auto" : "_manual") +
            (info.param.prov_keys ? "_provkeys" : "_programkeys");
 }

@@ -34,6 +34,10 @@ public:
     void start(const open_params &p);
     /** Tell the peer to close and wait for its exit status (0: clean). */
     int stop();
+    /** Kill the peer (SIGKILL: it closes nothing) and reap it. */
+    void kill_now();
+    /** Its process id (-1 when not running). */
+    pid_t pid() const { return m_pid; }
 
     /** Set region bytes [offset, offset + bytes.size()). */
     void set(size_t offset, const std::vector<uint8_t> &bytes);
@@ -129,9 +133,13 @@ struct peer_param {
 
 std::ostream &operator<<(std::ostream &os, const peer_param &p);
 
-/** The instantiations every two-process suite runs: shared memory and tcp,
+/** The instantiations every two-process suite runs: shared memory
+ *  (UCX_TLS=posix, addresses naming the published worker address) and tcp,
  *  each key mode and each progress mode once. */
 extern const std::vector<peer_param> peer_params;
+/** Shared memory with tcp's connection manager (UCX_TLS=posix,self,tcp:
+ *  addresses naming the listener, the data on posix), for a few suites. */
+extern const std::vector<peer_param> peer_params_sockaddr;
 std::string peer_param_name(const testing::TestParamInfo<peer_param> &info);
 
 /** How long a two-process test waits for a completion. */

@@ -9,8 +9,8 @@
  * the calls do; both processes fetch-adding one element; and bad input
  * (unknown, forged and stale keys, addresses outside the region, ops and
  * datatypes that are not cells, NULL arguments); threads sharing an
- * endpoint. Over UCX_TLS=posix,self,tcp
- * (shared memory) and UCX_TLS=tcp, with automatic and manual progress and
+ * endpoint. Over UCX_TLS=posix
+ * (shared memory, same-host addresses) and UCX_TLS=tcp, with automatic and manual progress and
  * both key modes.
  */
 #include "fiprov_peer.h"

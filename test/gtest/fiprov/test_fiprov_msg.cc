@@ -452,6 +452,9 @@ TEST_P(msg2p, many_in_flight_in_order_with_remote_cq_data)
 
 INSTANTIATE_TEST_SUITE_P(tls, msg2p, testing::ValuesIn(peer_params),
                          peer_param_name);
+INSTANTIATE_TEST_SUITE_P(sockaddr, msg2p,
+                         testing::ValuesIn(peer_params_sockaddr),
+                         peer_param_name);
 
 /* ---- one process: an endpoint that sends to itself ---------------------- */
 
