@@ -216,6 +216,10 @@ void fip_addr_pack(const fip_addr_t *addr, uint8_t *buf);
  *  one with a zero process id or one of another host. */
 int fip_addr_unpack(const void *buf, size_t len, fip_addr_t *addr);
 
+/** Whether two addresses name endpoints of the same domain: the same
+ *  listener (IPV4), or the same host, process and domain nonce (LOCAL). */
+int fip_addr_same_domain(const fip_addr_t *a, const fip_addr_t *b);
+
 /** The address as text into buf (at most len bytes, NUL-terminated);
  *  returns the length it needs with its NUL. */
 size_t fip_addr_str(const fip_addr_t *addr, char *buf, size_t len);

@@ -115,6 +115,20 @@ int fip_addr_unpack(const void *buf, size_t len, fip_addr_t *addr)
     return 0;
 }
 
+int fip_addr_same_domain(const fip_addr_t *a, const fip_addr_t *b)
+{
+    if (a->family != b->family) {
+        return 0;
+    }
+    if (a->family == FIP_ADDR_FAMILY_LOCAL) {
+        return (a->host == b->host) && (a->pid == b->pid) &&
+               (a->nonce == b->nonce);
+    }
+    /* an IPv4 address's nonce is its endpoint's: the listener is the
+     * domain */
+    return (a->ipv4 == b->ipv4) && (a->port == b->port);
+}
+
 size_t fip_addr_str(const fip_addr_t *addr, char *buf, size_t len)
 {
     struct in_addr in = { .s_addr = htonl(addr->ipv4) };

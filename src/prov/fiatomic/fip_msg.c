@@ -32,8 +32,9 @@
  * that nonce and takes messages of that kind); a message that fails is
  * dropped. A send completes when UCP has sent it, or, with
  * FI_DELIVERY_COMPLETE, after a flush of the connection that follows it.
- * A source address is as trustworthy as the peer: it must decode as an
- * address, but a peer may name another endpoint's.
+ * A source address must decode as an address, and name an endpoint of
+ * the domain the connection's first message named: a peer may name any
+ * endpoint of its own domain, but not one of another domain.
  */
 #include "fip.h"
 
@@ -71,6 +72,8 @@ typedef struct fip_msg_stream {
     struct fip_msg_stream *next;
     ucp_ep_h              ep;
     uint64_t              expected;   /* the next seq to deliver */
+    int                   named;      /* sender set by the first message */
+    fip_addr_t            sender;     /* an endpoint of the peer domain */
     fip_msg_held_t        *held;      /* sorted by seq */
 } fip_msg_stream_t;
 
@@ -616,6 +619,15 @@ static ucs_status_t fip_msg_handler(void *arg, const void *header,
         /* no room for another connection, or a number already delivered
          * (the sender does not repeat one) */
         goto out;
+    }
+    /* a connection speaks for the one peer domain its first message
+     * named: a source of another domain is erased (no address vector
+     * entry is all zero), and the message goes on with no source */
+    if (!stream->named) {
+        stream->sender = src;
+        stream->named  = 1;
+    } else if (!fip_addr_same_domain(&stream->sender, &src)) {
+        memset(hdr.src, 0, sizeof(hdr.src));
     }
     if (hdr.seq > stream->expected) {
         if (fip_msg_hold(domain, stream, &hdr, data, rndv)) {

@@ -11,7 +11,9 @@
  * FI_TAGGED. A message's source address must decode (else it is
  * dropped); the receive's FI_SOURCE address is its entry in the endpoint's
  * address vector, FI_ADDR_NOTAVAIL when it has none, and a directed receive
- * takes only its source's messages. The header layout is the one fip_msg.c
+ * takes only its source's messages; a connection names sources of the one
+ * domain its first message named, a source of another domain is no
+ * source (FI_ADDR_NOTAVAIL). The header layout is the one fip_msg.c
  * sends (80 bytes, host order): magic "fipM", endpoint id, nonce, length,
  * data, number, tag, flags, reserved, then the sender's 24-byte address.
  */
@@ -580,6 +582,56 @@ TEST_F(msg_wire, sources_are_found_among_many_entries)
             EXPECT_EQ(fi_addrs[i], src) << i;
         }
     }
+}
+
+/* a connection speaks for one peer domain: the first message over it names
+ * that domain (here this one, a made-up endpoint of it); a later message
+ * naming an endpoint of another domain (another port), even one the vector
+ * has, is received with no source (FI_ADDR_NOTAVAIL) and is not taken by a
+ * directed receive for that entry, while the connection's own domain keeps
+ * its source */
+TEST_F(msg_wire, a_connection_names_sources_of_one_domain_only)
+{
+    char for_other[16] = {}, any[16] = {};
+    struct fi_cq_tagged_entry e;
+    fi_addr_t mine, other, src = 0;
+    int64_t deadline;
+    std::string got;
+    ssize_t n;
+
+    wire_hdr own = hdr(0, 3), forged = hdr(1, 6), again = hdr(2, 5);
+    /* another domain: the same host, a listener one port further */
+    uint16_t port = (uint16_t)get_be(m_addr + 2, 2) + 1;
+    forged.src[2] = (uint8_t)(port >> 8);
+    forged.src[3] = (uint8_t)port;
+    ASSERT_EQ(1, fi_av_insert(m_o.av, own.src, 1, &mine, 0, NULL));
+    ASSERT_EQ(1, fi_av_insert(m_o.av, forged.src, 1, &other, 0, NULL));
+    ASSERT_NE(FI_ADDR_NOTAVAIL, mine);
+    ASSERT_NE(FI_ADDR_NOTAVAIL, other);
+
+    ASSERT_EQ(0, fi_recv(m_o.ep, for_other, sizeof(for_other), NULL, other,
+                         for_other));
+    for (const wire_hdr *h : {&own, &forged, &again}) {
+        ASSERT_EQ(0, fi_recv(m_o.ep, any, sizeof(any), NULL, FI_ADDR_UNSPEC,
+                             any));
+        send(*h, (h == &own) ? "own" : (h == &forged) ? "forged" : "again");
+        deadline = now_ms() + wait_ms;
+        while ((n = fi_cq_readfrom(m_o.cq, &e, 1, &src)) == -FI_EAGAIN) {
+            ASSERT_LT(now_ms(), deadline) << "no message received";
+        }
+        ASSERT_EQ(1, n);
+        got = std::string((const char*)e.op_context, e.len);
+        EXPECT_EQ((void*)any, e.op_context) << got;
+        if (h == &forged) {
+            EXPECT_EQ("forged", got);
+            EXPECT_EQ(FI_ADDR_NOTAVAIL, src);
+        } else {
+            EXPECT_EQ(mine, src) << got;
+        }
+    }
+    /* the receive for the other domain's entry took nothing */
+    m_raw.progress(100);
+    EXPECT_EQ(-FI_EAGAIN, fi_cq_read(m_o.cq, &e, 1));
 }
 
 } // namespace
