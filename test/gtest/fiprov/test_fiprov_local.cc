@@ -15,6 +15,7 @@
  * suites' (shm instantiations: posix).
  */
 #include "fiprov_peer.h"
+#include "test_ucx_log.h"
 
 #include <rdma/fi_atomic.h>
 
@@ -299,6 +300,12 @@ TEST_P(local2p, peer_closes_while_caller_idle_in_bound)
 {
     std::multiset<void*> contexts;
     double t0;
+
+    /* the peer's connecting back reaches this side's UCP, which may wire
+     * it up only after the peer exited (UCX's async thread races the
+     * peer's exit): UCX then reports the peer's FIFO gone; nothing fails */
+    test_common::ucx_log_allow("failed to connect to remote FIFO");
+    test_common::ucx_log_allow(") failed: No such file or directory");
 
     m_peer.set(0, std::vector<uint8_t>(8, 0));
     ASSERT_EQ(0, fetch_add(m_dest));
