@@ -13,6 +13,7 @@
  * a claim left at close is freed, and input refused (-FI_EINVAL).
  */
 #include "fiprov_peer.h"
+#include "fiprov_wait.h"
 
 #include <rdma/fi_tagged.h>
 
@@ -26,14 +27,6 @@ using namespace fiprov_test;
 namespace {
 
 const size_t ux_max = 1024;
-
-int64_t now_ms()
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 std::vector<uint8_t> pattern(size_t len, uint8_t seed)
 {

@@ -14,6 +14,7 @@
  * take those messages; two endpoints of one domain are told apart.
  */
 #include "fiprov_peer.h"
+#include "fiprov_wait.h"
 
 #include <rdma/fi_tagged.h>
 
@@ -28,14 +29,6 @@ namespace {
 
 /* messages per peer and stream */
 const uint64_t stream_len = 16;
-
-int64_t now_ms()
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 class directed3p : public peer_test {
 protected:

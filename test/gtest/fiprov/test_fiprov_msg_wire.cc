@@ -18,6 +18,7 @@
  * data, number, tag, flags, reserved, then the sender's 24-byte address.
  */
 #include "fiprov_fixture.h"
+#include "fiprov_wait.h"
 
 #include <rdma/fi_tagged.h>
 #include <ucp/api/ucp.h>
@@ -51,14 +52,6 @@ struct wire_hdr {
 };
 
 static_assert(sizeof(wire_hdr) == 80, "the header is 80 bytes");
-
-int64_t now_ms()
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 uint64_t get_be(const uint8_t *p, size_t n)
 {

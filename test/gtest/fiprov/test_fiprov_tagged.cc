@@ -15,6 +15,7 @@
  * or FI_MSG (-FI_ENOSYS).
  */
 #include "fiprov_peer.h"
+#include "fiprov_wait.h"
 
 #include <rdma/fi_tagged.h>
 
@@ -42,44 +43,6 @@ std::vector<uint8_t> pattern(size_t len, uint8_t seed)
         v[i] = (uint8_t)(seed + i * 11 + (i >> 10));
     }
     return v;
-}
-
-int64_t now_ms()
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* the next entry of the tagged-format CQ (bounded): 1, an error entry
- * read into *err: -FI_EAVAIL, or -FI_ETIMEDOUT */
-ssize_t next_entry(struct fid_cq *cq, struct fi_cq_tagged_entry *e,
-                   struct fi_cq_err_entry *err)
-{
-    int64_t deadline = now_ms() + peer_wait_ms;
-    ssize_t n;
-
-    for (;;) {
-        n = fi_cq_read(cq, e, 1);
-        if (n == -FI_EAVAIL) {
-            memset(err, 0, sizeof(*err));
-            return (fi_cq_readerr(cq, err, 0) == 1) ? -FI_EAVAIL : -FI_EIO;
-        }
-        if (n != -FI_EAGAIN) {
-            return n;
-        }
-        if (now_ms() > deadline) {
-            return -FI_ETIMEDOUT;
-        }
-    }
-}
-
-void wait_cntr(struct fid_cntr *c, uint64_t value)
-{
-    ASSERT_EQ(0, fi_cntr_wait(c, value, peer_wait_ms))
-        << fi_cntr_read(c) << "/" << value << ", errors "
-        << fi_cntr_readerr(c);
 }
 
 /*
