@@ -38,7 +38,12 @@ logdir="$top/build-logs"
 mkdir -p "$logdir"
 fail=0
 
-step() { echo; echo "=== $* ==="; }
+t_start=$(date +%s)
+# each step says when it began, so that a run's log shows where its time went
+step() {
+    local t=$(( $(date +%s) - t_start ))
+    echo; echo "=== $* ==="; printf 'test-all: at %dm%02ds\n' $((t / 60)) $((t % 60))
+}
 
 step "dependencies"
 "$top/contrib/install-deps.sh" || exit 1
@@ -309,5 +314,7 @@ read -r sos_p sos_f sos_s <<< "$(grep -hoE '^run-sos: [0-9]+ passed, [0-9]+ fail
 passed=$((passed + sos_p)) failed=$((failed + sos_f)) skipped=$((skipped + sos_s))
 [ "$fail" -eq 0 ] || [ "$failed" -gt 0 ] || failed=1
 echo
+t=$(( $(date +%s) - t_start ))
+printf 'test-all: %dm%02ds in all\n' $((t / 60)) $((t % 60))
 echo "$passed passed, $failed failed, $skipped skipped"
 exit $fail
