@@ -507,6 +507,18 @@ ucs_status_t fiatomic_request_check_status(void *request);
 /** Release a request (completed or not). */
 void fiatomic_request_free(void *request);
 
+/**
+ * Look at what every endpoint of the context waits for, as the library's
+ * own calls do: an overdue target-side reply makes its endpoint probe the
+ * target (an endpoint UCP found failed then fails what awaits a reply), and
+ * an operation past the operation timeout ends with UCS_ERR_TIMED_OUT.
+ * For a program that waits by calling ucp_worker_progress() alone (its own
+ * completion queues and counters): call it now and then while it waits, or
+ * a reply that never comes (a target that died or stopped) is never
+ * waited out. Thread-safe; not from a callback.
+ */
+void fiatomic_check_overdue(fiatomic_h fia);
+
 
 /* ------------------------------------------------------------------------ */
 /* Counters (fi_cntr)                                                        */

@@ -149,6 +149,9 @@ typedef struct fip_domain {
      * that wireup, inside another thread's progress, may grow and move.
      * Never taken under libfiatomic's lock or in a UCP callback. */
     pthread_mutex_t    ucp_lock;
+    /* when libfiatomic is next asked to look at what is overdue
+     * (fip_domain_check_overdue); atomic */
+    int64_t            overdue_next_ns;
     /* FI_PROGRESS_AUTO's thread (fip_progress.c) */
     pthread_t          progress_thread;
     int                progress_running;
@@ -650,6 +653,12 @@ void fip_domain_progress(fip_domain_t *domain);
 /** ucp_worker_progress() of the domain's worker, under its ucp_lock. */
 unsigned fip_domain_worker_progress(fip_domain_t *domain);
 
+/** Let libfiatomic look at what the domain's operations wait for (late
+ *  target-side replies, the operation timeout), at most once per
+ *  FIP_OVERDUE_CHECK_MS; from the program's waits and the progress thread,
+ *  never from a UCP callback. */
+void fip_domain_check_overdue(fip_domain_t *domain);
+
 /** Register `cb` for active-message id `id` on the domain's worker, the
  *  domain as its argument (the key service, messages, the close message). */
 int fip_domain_am_handler_set(fip_domain_t *domain, unsigned id,
@@ -712,6 +721,12 @@ int fip_wait_slice(pthread_mutex_t *lock, pthread_cond_t *cond,
  *  all of them. */
 #define FIP_CALLER_TIMEOUT_MS  1000
 #define FIP_CALLERS_TIMEOUT_MS 2000
+
+/* How often the domain's waits and progress thread let libfiatomic look at
+ * what is overdue: a few clock reads per call in between, and a dead
+ * target's operations fail this long after UCP found it gone (libfiatomic
+ * probes a reply 50 ms late). */
+#define FIP_OVERDUE_CHECK_MS   10
 
 typedef struct fip_hello_msg {
     uint32_t magic;

@@ -77,6 +77,32 @@ void fip_domain_child_remove(fip_domain_t *domain)
 void fip_domain_progress(fip_domain_t *domain)
 {
     fip_domain_worker_progress(domain);
+    fip_domain_check_overdue(domain);
+}
+
+/* Progressing the worker alone never ends an operation whose target-side
+ * reply does not come: libfiatomic probes the target, and applies the
+ * operation timeout, only when it is called (fiatomic(3)). With UCX 1.22
+ * a fetch-add over posix takes the target side (UCP's software atomics
+ * fail on an endpoint with the peer error mode); one posted to a peer
+ * that had exited was copied into the dead peer's queue, complete for UCP;
+ * UCP's keepalive then failed the endpoint (fip_peer_err ran) but held
+ * nothing of the operation to fail, and its reply never came, not even
+ * after the operation timeout (manual progress; UCX 1.13.1 took UCP's
+ * software atomic, which UCP itself failed). */
+void fip_domain_check_overdue(fip_domain_t *domain)
+{
+    int64_t now  = fip_now_ns();
+    int64_t next = __atomic_load_n(&domain->overdue_next_ns,
+                                   __ATOMIC_RELAXED);
+
+    if ((now < next) ||
+        !__atomic_compare_exchange_n(&domain->overdue_next_ns, &next,
+                                     now + FIP_OVERDUE_CHECK_MS * 1000000ll,
+                                     0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        return; /* not yet, or another thread does it */
+    }
+    fiatomic_check_overdue(domain->fia);
 }
 
 unsigned fip_domain_worker_progress(fip_domain_t *domain)

@@ -24,6 +24,7 @@ static void *fip_progress_main(void *arg)
     struct timespec ts;
 
     while (!__atomic_load_n(&domain->progress_stop, __ATOMIC_ACQUIRE)) {
+        fip_domain_check_overdue(domain);
         if (fip_domain_worker_progress(domain) != 0) {
             idle     = 0;
             sleep_ns = FIP_PROGRESS_SLEEP_MIN_NS;

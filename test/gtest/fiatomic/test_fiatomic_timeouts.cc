@@ -253,6 +253,43 @@ TEST_P(timeouts, stopped_target)
     m_conn->destroy_second_ep(ucp_ep2, ep2);
 }
 
+/* A program that waits by progressing the worker alone (its own
+ * completion queues and counters: libfabric's provider) and calls
+ * fiatomic_check_overdue() now and then: the operation to a stopped target
+ * still ends within the timeout, reported once through its callback.
+ * Progressing the worker alone never ended a target-side one (only the
+ * library's own calls looked at it). */
+TEST_P(timeouts, stopped_target_waited_by_worker_progress)
+{
+    double start, elapsed, next;
+    ucs_status_ptr_t sptr;
+    seen s0, s1;
+
+    ASSERT_NO_FATAL_FAILURE(connect());
+    ASSERT_EQ(UCS_OK, m_conn->wait(post_fetch_add(0, &s0), 30.0));
+    ASSERT_NO_FATAL_FAILURE(stop_target());
+
+    start = now_sec();
+    sptr  = post_fetch_add(0, &s1);
+    ASSERT_TRUE(UCS_PTR_IS_PTR(sptr)) << "a stopped target answered";
+    fiatomic_request_free(sptr); /* the callback reports it */
+    next = start;
+    while ((s1.calls == 0) && (now_sec() - start < TIMEOUT_SEC + 10.0)) {
+        ucp_worker_progress(m_conn->worker());
+        if (now_sec() >= next) { /* every 10 ms, as the provider does */
+            fiatomic_check_overdue(m_conn->fia());
+            next = now_sec() + 0.01;
+        }
+    }
+    elapsed = now_sec() - start;
+    EXPECT_EQ(1u, s1.calls);
+    EXPECT_EQ(UCS_ERR_TIMED_OUT, s1.status);
+    expect_within_timeout(elapsed, "fetch-add waited by worker progress");
+    EXPECT_EQ(1u, fiatomic_cntr_readerr(m_cntr));
+    ASSERT_NO_FATAL_FAILURE(continue_and_settle());
+    EXPECT_EQ(1u, s1.calls) << "a late completion was reported again";
+}
+
 /* A window of operations, a fence and a flush behind them: all end within
  * the timeout, each reported once. */
 TEST_P(timeouts, stopped_target_window_fence_flush)
