@@ -446,6 +446,12 @@ ssize_t fip_msg_recv_post(fip_ep_t *ep, const struct fi_msg *msg,
                           uint64_t flags, int tagged, uint64_t tag,
                           uint64_t ignore);
 
+/** The fi_msg of a call that names its parts one by one (fi_send,
+ *  fi_recvv, fi_tsend ...: fip_msg.c and fip_tagged.c). */
+void fip_msg_fill(struct fi_msg *msg, const struct iovec *iov, void **desc,
+                  size_t count, fi_addr_t addr, void *context,
+                  uint64_t data);
+
 /** Register the message handler on the domain's worker. */
 int fip_msg_init(fip_domain_t *domain);
 
