@@ -36,6 +36,18 @@ void self_ep_test::TearDown()
     test_base::TearDown();
 }
 
+void split_iov(std::vector<uint8_t> &out, std::vector<uint8_t> &in,
+               struct iovec siov[3], struct iovec riov[2])
+{
+    const size_t len = out.size(), half = len / 2, third = len / 3;
+
+    siov[0] = {out.data(), third};
+    siov[1] = {out.data() + third, half - third};
+    siov[2] = {out.data() + half, len - half};
+    riov[0] = {in.data(), half};
+    riov[1] = {in.data() + half, in.size() - half};
+}
+
 void expect_msg_counters(const objects &o, uint64_t n)
 {
     EXPECT_EQ(n, fi_cntr_read(o.scntr));

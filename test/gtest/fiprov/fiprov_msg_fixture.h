@@ -1,8 +1,9 @@
 /**
  * The fixtures the message suites (msg, tagged, claim) share: a peer test
  * that knows this endpoint's own address for the peer's echoes, and an
- * endpoint in one process that sends to itself; and the checks of a
- * truncated echo and of the message counters that they repeat.
+ * endpoint in one process that sends to itself; the iovecs of the
+ * ping-pongs' vector forms, and the checks of a truncated echo and of the
+ * message counters that they repeat.
  */
 #ifndef FIPROV_MSG_FIXTURE_H_
 #define FIPROV_MSG_FIXTURE_H_
@@ -80,6 +81,12 @@ void expect_truncated_echo(struct fid_cq *cq, entry_t *e,
     EXPECT_TRUE(std::equal(out.begin(), out.begin() + given, in.begin()));
     EXPECT_EQ(0xee, in[given]) << "written past the receive";
 }
+
+/** The iovecs of the ping-pongs' vector call forms: the message `out` in
+ *  three (siov), the receive buffer `in` (16 bytes longer, so that a write
+ *  past the message shows) in two (riov). */
+void split_iov(std::vector<uint8_t> &out, std::vector<uint8_t> &in,
+               struct iovec siov[3], struct iovec riov[2]);
 
 /** n messages sent and n received, all counted by the FI_SEND and FI_RECV
  *  counters and none as an error, and nothing as a read or a write. */

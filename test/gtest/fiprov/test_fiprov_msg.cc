@@ -90,15 +90,11 @@ void msg2p::ping_pong_every_form()
         const size_t len = sizes[i];
         std::vector<uint8_t> out = pattern(len, (uint8_t)i);
         std::vector<uint8_t> in(len + 16, 0xee);
-        const size_t half = len / 2, third = len / 3;
-        struct iovec siov[3] = {{out.data(), third},
-                                {out.data() + third, half - third},
-                                {out.data() + half, len - half}};
-        struct iovec riov[2] = {{in.data(), half},
-                                {in.data() + half, len + 16 - half}};
+        struct iovec siov[3], riov[2];
         struct fi_msg rmsg = {}, smsg = {};
         int sent_entry = 1;
 
+        split_iov(out, in, siov, riov);
         rmsg.msg_iov   = riov;
         rmsg.iov_count = 2;
         rmsg.addr      = FI_ADDR_UNSPEC;

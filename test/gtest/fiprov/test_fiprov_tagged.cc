@@ -162,15 +162,11 @@ TEST_P(tagged2p, ping_pong_0b_to_1mib_every_form)
         const uint64_t data = 5000 + i;
         std::vector<uint8_t> out = pattern(len, (uint8_t)i);
         std::vector<uint8_t> in(len + 16, 0xee);
-        const size_t half = len / 2, third = len / 3;
-        struct iovec siov[3] = {{out.data(), third},
-                                {out.data() + third, half - third},
-                                {out.data() + half, len - half}};
-        struct iovec riov[2] = {{in.data(), half},
-                                {in.data() + half, len + 16 - half}};
+        struct iovec siov[3], riov[2];
         struct fi_msg_tagged rmsg = {}, smsg = {};
         bool sent_entry = true, has_data = false;
 
+        split_iov(out, in, siov, riov);
         rmsg.msg_iov   = riov;
         rmsg.iov_count = 2;
         rmsg.addr      = FI_ADDR_UNSPEC;
