@@ -5,6 +5,17 @@
 #                         PROGRAM (when given) is built; then $test_tmp is a
 #                         directory for the test's files, removed when the
 #                         test exits
+#   require_tools HINT TOOL...
+#                         the test skips (exit 77) unless every TOOL is on
+#                         PATH; the reason names the first one missing and
+#                         HINT (the packages that bring it)
+#   require_provider      the test skips unless the provider is built in this
+#                         build tree; then $provdir is its directory, and
+#                         libfabric (FI_PROVIDER_PATH) loads it and its
+#                         libfiatomic from the build tree; $asan is the ASan
+#                         runtime it links (a sanitizer build), else empty:
+#                         an uninstrumented program that loads it needs
+#                         that runtime preloaded
 #   ok / bad MESSAGE      count a check that passed / failed (bad prints
 #                         FAIL: MESSAGE and makes test_end exit 1)
 #   expect RC OUT_RE ERR_RE -- COMMAND...
@@ -25,6 +36,32 @@ test_start() {
     fi
     test_tmp=$(mktemp -d) || exit 1
     trap 'rm -rf "$test_tmp"' EXIT
+}
+
+require_tools() {
+    local hint=$1 tool
+    shift
+    for tool in "$@"; do
+        if ! command -v "$tool" > /dev/null 2>&1; then
+            echo "SKIP: $tool is not installed ($hint)"
+            exit 77
+        fi
+    done
+}
+
+require_provider() {
+    provdir=$(cd ./src/prov/fiatomic/.libs 2>/dev/null && pwd)
+    if [ -z "$provdir" ] || [ ! -f "$provdir/libfiatomic-fi.so" ]; then
+        echo "SKIP: the provider (libfiatomic-fi.so) is not built here"
+        exit 77
+    fi
+    # FI_PROVIDER would hide the provider the test names if it named another
+    unset FI_PROVIDER
+    export FI_PROVIDER_PATH=$provdir
+    LD_LIBRARY_PATH=$PWD/src/fiatomic/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    export LD_LIBRARY_PATH
+    # shellcheck disable=SC2034 # read by the tests that source this
+    asan=$(ldd "$provdir/libfiatomic-fi.so" | awk '/libasan\.so/ {print $3}')
 }
 
 ok()  { test_checks=$((test_checks + 1)); }

@@ -15,25 +15,11 @@ set -u
 # shellcheck source-path=SCRIPTDIR source=test-common.sh
 . "$(dirname "$0")/test-common.sh"
 
-provdir=$(cd ./src/prov/fiatomic/.libs 2>/dev/null && pwd)
-if ! command -v fi_pingpong > /dev/null 2>&1; then
-    echo "SKIP: fi_pingpong is not installed (Debian's libfabric-bin)"
-    exit 77
-fi
-if [ -z "$provdir" ] || [ ! -f "$provdir/libfiatomic-fi.so" ]; then
-    echo "SKIP: the provider (libfiatomic-fi.so) is not built here"
-    exit 77
-fi
+require_tools "Debian's libfabric-bin" fi_pingpong
+require_provider
 test_start
-# FI_PROVIDER would hide the provider that -p names if it named another
-unset FI_PROVIDER
-export FI_PROVIDER_PATH=$provdir
-# the provider's libfiatomic is the build's, not an installed one
-LD_LIBRARY_PATH=$PWD/src/fiatomic/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export LD_LIBRARY_PATH
 # fi_pingpong is not instrumented: in a sanitizer build the provider needs
 # the ASan runtime loaded first (see test-perftest-providers.sh)
-asan=$(ldd "$provdir/libfiatomic-fi.so" | awk '/libasan\.so/ {print $3}')
 if [ -n "$asan" ]; then
     export LD_PRELOAD=$asan ASAN_OPTIONS=detect_leaks=0
 fi

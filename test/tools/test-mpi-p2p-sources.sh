@@ -14,26 +14,12 @@ set -u
 . "$(dirname "$0")/test-common.sh"
 
 src=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}/test/runtime
-provdir=$(cd ./src/prov/fiatomic/.libs 2>/dev/null && pwd)
-for tool in mpirun mpicc; do
-    if ! command -v "$tool" > /dev/null 2>&1; then
-        echo "SKIP: $tool is not installed (openmpi-bin, libopenmpi-dev)"
-        exit 77
-    fi
-done
-if [ -z "$provdir" ] || [ ! -f "$provdir/libfiatomic-fi.so" ]; then
-    echo "SKIP: the provider (libfiatomic-fi.so) is not built here"
-    exit 77
-fi
+require_tools "openmpi-bin, libopenmpi-dev" mpirun mpicc
+require_provider
 test_start
-unset FI_PROVIDER
-export FI_PROVIDER_PATH=$provdir
-LD_LIBRARY_PATH=$PWD/src/fiatomic/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export LD_LIBRARY_PATH
 # the MPI program is not instrumented: in a sanitizer build the provider
 # needs the ASan runtime loaded first, in the ranks only (mpirun and its
 # daemons preloaded take 10 s more)
-asan=$(ldd "$provdir/libfiatomic-fi.so" | awk '/libasan\.so/ {print $3}')
 preload=()
 if [ -n "$asan" ]; then
     preload=(-x "LD_PRELOAD=$asan" -x ASAN_OPTIONS=detect_leaks=0)

@@ -449,6 +449,12 @@ ssize_t fip_msg_recv_post(fip_ep_t *ep, const struct fi_msg *msg,
                           uint64_t flags, int tagged, uint64_t tag,
                           uint64_t ignore);
 
+/** The fi_msg of a call that names its parts one by one (fi_send,
+ *  fi_recvv, fi_tsend ...: fip_msg.c and fip_tagged.c). */
+void fip_msg_fill(struct fi_msg *msg, const struct iovec *iov, void **desc,
+                  size_t count, fi_addr_t addr, void *context,
+                  uint64_t data);
+
 /** Register the message handler on the domain's worker. */
 int fip_msg_init(fip_domain_t *domain);
 
@@ -697,6 +703,32 @@ int64_t fip_wait_deadline(int timeout_ms);
 int fip_wait_slice(pthread_mutex_t *lock, pthread_cond_t *cond,
                    int64_t deadline);
 
+/** Destroy what fip_wait_init made (no waiter left). */
+void fip_wait_destroy(pthread_mutex_t *lock, pthread_cond_t *cond);
+
+/** Whether a queue may be opened with wait_obj: 0 for the ones its waits
+ *  sleep on (its own condition variable), -FI_ENOSYS for a file
+ *  descriptor or a wait set, -FI_EINVAL for a value fi_eq(3) lacks. */
+int fip_wait_obj_check(enum fi_wait_obj wait_obj);
+
+/** What a blocking wait calls: see fip_wait_loop. */
+typedef ssize_t (*fip_wait_look_func_t)(void *arg);
+
+/**
+ * The loop of a blocking wait (fi_cq_sread, fi_eq_sread, fi_cntr_wait):
+ * look(arg), without the lock (it may progress the domain), until it
+ * answers other than -FI_EAGAIN. Between two looks, under `lock`,
+ * idle_locked(arg) answers -FI_EAGAIN to sleep one slice on `cond` (what
+ * the wait is for is still missing: an update between the look and the
+ * lock has woken no one yet, it broadcasts under the lock), 0 to look
+ * again at once, or else the wait's answer. Once `deadline` has passed
+ * the wait looks a last time and answers -FI_ETIMEDOUT if that look
+ * found nothing.
+ */
+ssize_t fip_wait_loop(pthread_mutex_t *lock, pthread_cond_t *cond,
+                      int64_t deadline, fip_wait_look_func_t look,
+                      fip_wait_look_func_t idle_locked, void *arg);
+
 /* ---- peers and keys (fip_peer.c, fip_key.c) ---------------------------- */
 
 /** How long a connection or key resolution may take before the call that
@@ -835,6 +867,25 @@ int fip_progress_start(fip_domain_t *domain);
 void fip_progress_stop(fip_domain_t *domain);
 
 /* fip_nosys.c: what the provider does not implement */
+
+/** The fi_ops of an object whose one call is fi_close: nothing binds to it,
+ *  and no control (no file descriptor or wait set to hand out:
+ *  FI_GETWAIT), no ops_open, tostr or ops_set. */
+#define FIP_FI_OPS_CLOSE_ONLY(_close) \
+    { \
+        .size     = sizeof(struct fi_ops), \
+        .close    = (_close), \
+        .bind     = fip_nosys_bind, \
+        .control  = fip_nosys_control, \
+        .ops_open = fip_nosys_ops_open, \
+        .tostr    = fip_nosys_tostr, \
+        .ops_set  = fip_nosys_ops_set \
+    }
+
+/** The text of a provider error number (fi_cq_strerror, fi_eq_strerror):
+ *  written into buf, or a fixed text when there is no buf. */
+const char *fip_prov_strerror(int prov_errno, char *buf, size_t len);
+
 int fip_nosys_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
 int fip_nosys_control(struct fid *fid, int command, void *arg);
 int fip_nosys_ops_open(struct fid *fid, const char *name, uint64_t flags,

@@ -79,34 +79,44 @@ static int fip_cntr_seterr(struct fid_cntr *cntr_fid, uint64_t value)
     return 0;
 }
 
+/* what fi_cntr_wait waits for */
+typedef struct {
+    fip_cntr_t *cntr;
+    uint64_t   threshold;
+    uint64_t   errors;     /* the error count when the wait began */
+} fip_cntr_wait_t;
+
+static ssize_t fip_cntr_wait_look(void *arg)
+{
+    fip_cntr_wait_t *wait = arg;
+    struct fid_cntr *fid  = &wait->cntr->cntr_fid;
+
+    fip_domain_progress(wait->cntr->domain);
+    if (fip_cntr_readerr(fid) != wait->errors) {
+        return -FI_EAVAIL;
+    }
+    return (fip_cntr_read(fid) >= wait->threshold) ? 0 : -FI_EAGAIN;
+}
+
+static ssize_t fip_cntr_wait_idle(void *arg)
+{
+    fip_cntr_wait_t *wait = arg;
+
+    return ((__atomic_load_n(&wait->cntr->value, __ATOMIC_ACQUIRE) <
+             wait->threshold) &&
+            (__atomic_load_n(&wait->cntr->errors, __ATOMIC_ACQUIRE) ==
+             wait->errors)) ? -FI_EAGAIN : 0;
+}
+
 static int fip_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
                          int timeout_ms)
 {
-    fip_cntr_t *cntr  = fip_container_of(cntr_fid, fip_cntr_t, cntr_fid);
-    uint64_t errors   = fip_cntr_readerr(cntr_fid);
-    int64_t deadline  = fip_wait_deadline(timeout_ms);
-    int ret           = 0;
+    fip_cntr_t *cntr     = fip_container_of(cntr_fid, fip_cntr_t, cntr_fid);
+    fip_cntr_wait_t wait = {cntr, threshold, fip_cntr_readerr(cntr_fid)};
+    int64_t deadline     = fip_wait_deadline(timeout_ms);
 
-    for (;;) {
-        fip_domain_progress(cntr->domain);
-        if (fip_cntr_readerr(cntr_fid) != errors) {
-            return -FI_EAVAIL;
-        }
-        if (fip_cntr_read(cntr_fid) >= threshold) {
-            return 0;
-        }
-        if (ret != 0) {
-            return ret;
-        }
-        pthread_mutex_lock(&cntr->lock);
-        /* an update between the looks above and here has broadcast
-         * already: look again under the lock before sleeping */
-        if ((__atomic_load_n(&cntr->value, __ATOMIC_ACQUIRE) < threshold) &&
-            (__atomic_load_n(&cntr->errors, __ATOMIC_ACQUIRE) == errors)) {
-            ret = fip_wait_slice(&cntr->lock, &cntr->cond, deadline);
-        }
-        pthread_mutex_unlock(&cntr->lock);
-    }
+    return (int)fip_wait_loop(&cntr->lock, &cntr->cond, deadline,
+                              fip_cntr_wait_look, fip_cntr_wait_idle, &wait);
 }
 
 static int fip_cntr_close(struct fid *fid)
@@ -117,21 +127,12 @@ static int fip_cntr_close(struct fid *fid)
         return -FI_EBUSY;
     }
     fip_domain_child_remove(cntr->domain);
-    pthread_cond_destroy(&cntr->cond);
-    pthread_mutex_destroy(&cntr->lock);
+    fip_wait_destroy(&cntr->lock, &cntr->cond);
     free(cntr);
     return 0;
 }
 
-static struct fi_ops fip_cntr_fi_ops = {
-    .size     = sizeof(struct fi_ops),
-    .close    = fip_cntr_close,
-    .bind     = fip_nosys_bind,
-    .control  = fip_nosys_control,
-    .ops_open = fip_nosys_ops_open,
-    .tostr    = fip_nosys_tostr,
-    .ops_set  = fip_nosys_ops_set
-};
+static struct fi_ops fip_cntr_fi_ops = FIP_FI_OPS_CLOSE_ONLY(fip_cntr_close);
 
 static struct fi_ops_cntr fip_cntr_ops = {
     .size    = sizeof(struct fi_ops_cntr),
@@ -161,14 +162,9 @@ int fip_cntr_open(struct fid_domain *domain_fid, struct fi_cntr_attr *attr,
         if (attr->events != FI_CNTR_EVENTS_COMP) {
             return -FI_ENOSYS;
         }
-        /* waits sleep on the counter's own condition variable */
-        switch (attr->wait_obj) {
-        case FI_WAIT_NONE:
-        case FI_WAIT_UNSPEC:
-        case FI_WAIT_MUTEX_COND:
-        case FI_WAIT_YIELD:
-            break;
-        default:
+        /* waits sleep on the counter's own condition variable; a counter
+         * answers -FI_ENOSYS for any other value */
+        if (fip_wait_obj_check(attr->wait_obj) != 0) {
             return -FI_ENOSYS;
         }
     }

@@ -10,7 +10,6 @@
  */
 #include "fip.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -170,36 +169,49 @@ static ssize_t fip_cq_readerr(struct fid_cq *cq_fid,
     return 1;
 }
 
+/* what fi_cq_sreadfrom's looks read into */
+typedef struct {
+    struct fid_cq *cq_fid;
+    void          *buf;
+    size_t        count;
+    fi_addr_t     *src_addr;
+} fip_cq_sread_t;
+
+static ssize_t fip_cq_sread_look(void *arg)
+{
+    fip_cq_sread_t *sread = arg;
+
+    return fip_cq_readfrom(sread->cq_fid, sread->buf, sread->count,
+                           sread->src_addr);
+}
+
+static ssize_t fip_cq_sread_idle(void *arg)
+{
+    fip_cq_t *cq = fip_cq_of(((fip_cq_sread_t*)arg)->cq_fid);
+
+    if (cq->signaled) {
+        cq->signaled = 0;
+        return -FI_ECANCELED;
+    }
+    return ((cq->head == NULL) && (cq->err_head == NULL)) ? -FI_EAGAIN : 0;
+}
+
 static ssize_t fip_cq_sreadfrom(struct fid_cq *cq_fid, void *buf,
                                 size_t count, fi_addr_t *src_addr,
                                 const void *cond, int timeout_ms)
 {
-    fip_cq_t *cq     = fip_cq_of(cq_fid);
-    int64_t deadline = fip_wait_deadline(timeout_ms);
+    fip_cq_t *cq         = fip_cq_of(cq_fid);
+    int64_t deadline     = fip_wait_deadline(timeout_ms);
+    fip_cq_sread_t sread = {cq_fid, buf, count, src_addr};
     ssize_t ret;
 
     if (cq->wait_obj == FI_WAIT_NONE) {
         return -FI_ENOSYS;
     }
-    for (;;) {
-        ret = fip_cq_readfrom(cq_fid, buf, count, src_addr);
-        if (ret != -FI_EAGAIN) {
-            return ret;
-        }
-        pthread_mutex_lock(&cq->lock);
-        if (cq->signaled) {
-            cq->signaled = 0;
-            pthread_mutex_unlock(&cq->lock);
-            return -FI_ECANCELED;
-        }
-        if ((cq->head == NULL) && (cq->err_head == NULL)) {
-            ret = fip_wait_slice(&cq->lock, &cq->cond, deadline);
-        }
-        pthread_mutex_unlock(&cq->lock);
-        if (ret == -FI_ETIMEDOUT) {
-            return -FI_EAGAIN;
-        }
-    }
+    ret = fip_wait_loop(&cq->lock, &cq->cond, deadline, fip_cq_sread_look,
+                        fip_cq_sread_idle, &sread);
+    /* a read that found nothing in time answers -FI_EAGAIN */
+    return (ret == -FI_ETIMEDOUT) ? -FI_EAGAIN : ret;
 }
 
 static ssize_t fip_cq_sread(struct fid_cq *cq_fid, void *buf, size_t count,
@@ -223,13 +235,7 @@ static const char *fip_cq_strerror(struct fid_cq *cq_fid, int prov_errno,
                                    const void *err_data, char *buf,
                                    size_t len)
 {
-    static const char *unknown = "fiatomic: unknown provider error";
-
-    if ((buf == NULL) || (len == 0)) {
-        return unknown;
-    }
-    snprintf(buf, len, "fiatomic: provider error %d", prov_errno);
-    return buf;
+    return fip_prov_strerror(prov_errno, buf, len);
 }
 
 static int fip_cq_close(struct fid *fid)
@@ -251,22 +257,12 @@ static int fip_cq_close(struct fid *fid)
         free(op);
     }
     fip_domain_child_remove(cq->domain);
-    pthread_cond_destroy(&cq->cond);
-    pthread_mutex_destroy(&cq->lock);
+    fip_wait_destroy(&cq->lock, &cq->cond);
     free(cq);
     return 0;
 }
 
-static struct fi_ops fip_cq_fi_ops = {
-    .size     = sizeof(struct fi_ops),
-    .close    = fip_cq_close,
-    .bind     = fip_nosys_bind,
-    /* no file descriptor or wait set to hand out (FI_GETWAIT) */
-    .control  = fip_nosys_control,
-    .ops_open = fip_nosys_ops_open,
-    .tostr    = fip_nosys_tostr,
-    .ops_set  = fip_nosys_ops_set
-};
+static struct fi_ops fip_cq_fi_ops = FIP_FI_OPS_CLOSE_ONLY(fip_cq_close);
 
 static struct fi_ops_cq fip_cq_ops = {
     .size      = sizeof(struct fi_ops_cq),
@@ -285,6 +281,7 @@ int fip_cq_open(struct fid_domain *domain_fid, struct fi_cq_attr *attr,
     fip_domain_t *domain = fip_container_of(domain_fid, fip_domain_t,
                                             domain_fid);
     fip_cq_t *cq;
+    int ret;
 
     if ((attr == NULL) || (cq_p == NULL)) {
         return -FI_EINVAL;
@@ -302,18 +299,9 @@ int fip_cq_open(struct fid_domain *domain_fid, struct fi_cq_attr *attr,
     default:
         return -FI_EINVAL;
     }
-    switch (attr->wait_obj) {
-    case FI_WAIT_NONE:
-    case FI_WAIT_UNSPEC:
-    case FI_WAIT_MUTEX_COND:
-    case FI_WAIT_YIELD:
-        break;
-    case FI_WAIT_FD:
-    case FI_WAIT_SET:
-    case FI_WAIT_POLLFD:
-        return -FI_ENOSYS;
-    default:
-        return -FI_EINVAL;
+    ret = fip_wait_obj_check(attr->wait_obj);
+    if (ret != 0) {
+        return ret;
     }
     if (attr->size > FIP_CQ_MAX) {
         return -FI_EINVAL;

@@ -11,7 +11,6 @@
  */
 #include "fip.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -151,12 +150,40 @@ static ssize_t fip_eq_write(struct fid_eq *eq_fid, uint32_t event,
     return (ssize_t)len;
 }
 
+/* what fi_eq_sread's looks read into */
+typedef struct {
+    fip_eq_t *eq;
+    uint32_t *event;
+    void     *buf;
+    size_t   len;
+    uint64_t flags;
+} fip_eq_sread_t;
+
+static ssize_t fip_eq_sread_look(void *arg)
+{
+    fip_eq_sread_t *sread = arg;
+    ssize_t ret;
+
+    /* no progress to drive: only the program's writes fill the queue */
+    pthread_mutex_lock(&sread->eq->lock);
+    ret = fip_eq_take_locked(sread->eq, sread->event, sread->buf, sread->len,
+                             sread->flags);
+    pthread_mutex_unlock(&sread->eq->lock);
+    return ret;
+}
+
+static ssize_t fip_eq_sread_idle(void *arg)
+{
+    return (((fip_eq_sread_t*)arg)->eq->head == NULL) ? -FI_EAGAIN : 0;
+}
+
 static ssize_t fip_eq_sread(struct fid_eq *eq_fid, uint32_t *event,
                             void *buf, size_t len, int timeout_ms,
                             uint64_t flags)
 {
-    fip_eq_t *eq     = fip_eq_of(eq_fid);
-    int64_t deadline = fip_wait_deadline(timeout_ms);
+    fip_eq_t *eq         = fip_eq_of(eq_fid);
+    int64_t deadline     = fip_wait_deadline(timeout_ms);
+    fip_eq_sread_t sread = {eq, event, buf, len, flags};
     ssize_t ret;
 
     if (eq->wait_obj == FI_WAIT_NONE) {
@@ -166,31 +193,17 @@ static ssize_t fip_eq_sread(struct fid_eq *eq_fid, uint32_t *event,
     if (ret != 0) {
         return ret;
     }
-    /* no progress to drive: only the program's writes fill the queue */
-    pthread_mutex_lock(&eq->lock);
-    for (;;) {
-        ret = fip_eq_take_locked(eq, event, buf, len, flags);
-        if ((ret != -FI_EAGAIN) ||
-            (fip_wait_slice(&eq->lock, &eq->cond, deadline) ==
-             -FI_ETIMEDOUT)) {
-            break;
-        }
-    }
-    pthread_mutex_unlock(&eq->lock);
-    return ret;
+    ret = fip_wait_loop(&eq->lock, &eq->cond, deadline, fip_eq_sread_look,
+                        fip_eq_sread_idle, &sread);
+    /* a read that found nothing in time answers -FI_EAGAIN */
+    return (ret == -FI_ETIMEDOUT) ? -FI_EAGAIN : ret;
 }
 
 static const char *fip_eq_strerror(struct fid_eq *eq_fid, int prov_errno,
                                    const void *err_data, char *buf,
                                    size_t len)
 {
-    static const char *unknown = "fiatomic: unknown provider error";
-
-    if ((buf == NULL) || (len == 0)) {
-        return unknown;
-    }
-    snprintf(buf, len, "fiatomic: provider error %d", prov_errno);
-    return buf;
+    return fip_prov_strerror(prov_errno, buf, len);
 }
 
 static int fip_eq_close(struct fid *fid)
@@ -209,22 +222,12 @@ static int fip_eq_close(struct fid *fid)
     pthread_mutex_lock(&eq->fabric->lock);
     --eq->fabric->eqs;
     pthread_mutex_unlock(&eq->fabric->lock);
-    pthread_cond_destroy(&eq->cond);
-    pthread_mutex_destroy(&eq->lock);
+    fip_wait_destroy(&eq->lock, &eq->cond);
     free(eq);
     return 0;
 }
 
-static struct fi_ops fip_eq_fi_ops = {
-    .size     = sizeof(struct fi_ops),
-    .close    = fip_eq_close,
-    .bind     = fip_nosys_bind,
-    /* no file descriptor or wait set to hand out (FI_GETWAIT) */
-    .control  = fip_nosys_control,
-    .ops_open = fip_nosys_ops_open,
-    .tostr    = fip_nosys_tostr,
-    .ops_set  = fip_nosys_ops_set
-};
+static struct fi_ops fip_eq_fi_ops = FIP_FI_OPS_CLOSE_ONLY(fip_eq_close);
 
 static struct fi_ops_eq fip_eq_ops = {
     .size     = sizeof(struct fi_ops_eq),
@@ -241,6 +244,7 @@ int fip_eq_open(struct fid_fabric *fabric_fid, struct fi_eq_attr *attr,
     fip_fabric_t *fabric = fip_container_of(fabric_fid, fip_fabric_t,
                                             fabric_fid);
     fip_eq_t *eq;
+    int ret;
 
     if ((attr == NULL) || (eq_p == NULL)) {
         return -FI_EINVAL;
@@ -249,18 +253,9 @@ int fip_eq_open(struct fid_fabric *fabric_fid, struct fi_eq_attr *attr,
     if (attr->flags & ~(uint64_t)(FI_WRITE | FI_AFFINITY)) {
         return -FI_EINVAL;
     }
-    switch (attr->wait_obj) {
-    case FI_WAIT_NONE:
-    case FI_WAIT_UNSPEC:
-    case FI_WAIT_MUTEX_COND:
-    case FI_WAIT_YIELD:
-        break;
-    case FI_WAIT_FD:
-    case FI_WAIT_SET:
-    case FI_WAIT_POLLFD:
-        return -FI_ENOSYS;
-    default:
-        return -FI_EINVAL;
+    ret = fip_wait_obj_check(attr->wait_obj);
+    if (ret != 0) {
+        return ret;
     }
     if (attr->size > FIP_EQ_MAX) {
         return -FI_EINVAL;

@@ -1051,9 +1051,8 @@ ssize_t fip_msg_send_post(fip_ep_t *ep, const struct fi_msg *msg,
 
 /* ---- the calls ---------------------------------------------------------- */
 
-static void fip_msg_fill(struct fi_msg *msg, const struct iovec *iov,
-                         void **desc, size_t count, fi_addr_t addr,
-                         void *context, uint64_t data)
+void fip_msg_fill(struct fi_msg *msg, const struct iovec *iov, void **desc,
+                  size_t count, fi_addr_t addr, void *context, uint64_t data)
 {
     memset(msg, 0, sizeof(*msg));
     msg->msg_iov   = iov;

@@ -87,21 +87,24 @@ void fip_publish_path(uint32_t pid, uint64_t nonce, char *buf, size_t len)
              (unsigned)pid, (unsigned long long)nonce);
 }
 
-static int fip_publish_write(int fd, const void *buf, size_t len)
+/* All len bytes read into rbuf, or written from wbuf (the other one NULL),
+ * going on after a signal and a short transfer: 0, or -1 on an error or
+ * the end of the file before len bytes. */
+static int fip_publish_io(int fd, void *rbuf, const void *wbuf, size_t len)
 {
-    const char *p = buf;
+    size_t done = 0;
     ssize_t n;
 
-    while (len > 0) {
-        n = write(fd, p, len);
+    while (done < len) {
+        n = (rbuf != NULL) ? read(fd, (char*)rbuf + done, len - done) :
+                             write(fd, (const char*)wbuf + done, len - done);
         if ((n < 0) && (errno == EINTR)) {
             continue;
         }
         if (n <= 0) {
             return -1;
         }
-        p   += n;
-        len -= (size_t)n;
+        done += (size_t)n;
     }
     return 0;
 }
@@ -171,8 +174,9 @@ int fip_publish_start(fip_domain_t *domain)
     hdr.magic  = FIP_PUBLISH_MAGIC;
     hdr.length = (uint32_t)attr.address_length;
     hdr.nonce  = domain->nonce;
-    if ((fip_publish_write(fd, &hdr, sizeof(hdr)) != 0) ||
-        (fip_publish_write(fd, attr.address, attr.address_length) != 0)) {
+    if ((fip_publish_io(fd, NULL, &hdr, sizeof(hdr)) != 0) ||
+        (fip_publish_io(fd, NULL, attr.address,
+                        attr.address_length) != 0)) {
         close(fd);
         unlink(path);
         ret = -FI_EADDRNOTAVAIL;
@@ -198,25 +202,6 @@ void fip_publish_stop(fip_domain_t *domain)
     }
 }
 
-static int fip_publish_read_all(int fd, void *buf, size_t len)
-{
-    char *p = buf;
-    ssize_t n;
-
-    while (len > 0) {
-        n = read(fd, p, len);
-        if ((n < 0) && (errno == EINTR)) {
-            continue;
-        }
-        if (n <= 0) {
-            return -1;
-        }
-        p   += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 int fip_publish_read(const fip_addr_t *addr, void **worker_addr,
                      size_t *len)
 {
@@ -235,7 +220,7 @@ int fip_publish_read(const fip_addr_t *addr, void **worker_addr,
     if ((fstat(fd, &st) != 0) || !S_ISREG(st.st_mode) ||
         (st.st_uid != geteuid()) || (st.st_size <= (off_t)sizeof(hdr)) ||
         (st.st_size > (off_t)(sizeof(hdr) + FIP_PUBLISH_ADDR_MAX)) ||
-        (fip_publish_read_all(fd, &hdr, sizeof(hdr)) != 0) ||
+        (fip_publish_io(fd, &hdr, NULL, sizeof(hdr)) != 0) ||
         (hdr.magic != FIP_PUBLISH_MAGIC) || (hdr.nonce != addr->nonce) ||
         ((off_t)hdr.length != st.st_size - (off_t)sizeof(hdr))) {
         close(fd);
@@ -254,7 +239,7 @@ int fip_publish_read(const fip_addr_t *addr, void **worker_addr,
         close(fd);
         return -FI_ENOMEM;
     }
-    if (fip_publish_read_all(fd, buf, hdr.length) != 0) {
+    if (fip_publish_io(fd, buf, NULL, hdr.length) != 0) {
         free(buf);
         close(fd);
         return -FI_EINVAL;

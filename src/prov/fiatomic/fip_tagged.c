@@ -13,31 +13,16 @@
  */
 #include "fip.h"
 
-#include <string.h>
-
 static fip_ep_t *fip_tagged_ep(struct fid_ep *ep_fid)
 {
     return fip_container_of(ep_fid, fip_ep_t, ep_fid);
-}
-
-static void fip_tagged_fill(struct fi_msg *msg, const struct iovec *iov,
-                            void **desc, size_t count, fi_addr_t addr,
-                            void *context, uint64_t data)
-{
-    memset(msg, 0, sizeof(*msg));
-    msg->msg_iov   = iov;
-    msg->desc      = desc;
-    msg->iov_count = count;
-    msg->addr      = addr;
-    msg->context   = context;
-    msg->data      = data;
 }
 
 /* a fi_msg_tagged as fip_msg.c's fi_msg */
 static void fip_tagged_untag(struct fi_msg *msg,
                              const struct fi_msg_tagged *tmsg)
 {
-    fip_tagged_fill(msg, tmsg->msg_iov, tmsg->desc, tmsg->iov_count,
+    fip_msg_fill(msg, tmsg->msg_iov, tmsg->desc, tmsg->iov_count,
                     tmsg->addr, tmsg->context, tmsg->data);
 }
 
@@ -51,7 +36,7 @@ static ssize_t fip_tagged_recvv(struct fid_ep *ep_fid, const struct iovec *iov,
     if ((iov == NULL) && (count > 0)) {
         return -FI_EINVAL;
     }
-    fip_tagged_fill(&msg, iov, desc, count, src, context, 0);
+    fip_msg_fill(&msg, iov, desc, count, src, context, 0);
     return fip_msg_recv_post(ep, &msg, ep->rx_op_flags, 1, tag, ignore);
 }
 
@@ -89,7 +74,7 @@ static ssize_t fip_tagged_sendv(struct fid_ep *ep_fid, const struct iovec *iov,
     if ((iov == NULL) && (count > 0)) {
         return -FI_EINVAL;
     }
-    fip_tagged_fill(&msg, iov, desc, count, dest, context, 0);
+    fip_msg_fill(&msg, iov, desc, count, dest, context, 0);
     return fip_msg_send_post(ep, &msg, ep->op_flags, 1, tag);
 }
 
@@ -123,7 +108,7 @@ static ssize_t fip_tagged_inject(struct fid_ep *ep_fid, const void *buf,
     struct iovec iov = {(void*)buf, len};
     struct fi_msg msg;
 
-    fip_tagged_fill(&msg, &iov, NULL, 1, dest, NULL, 0);
+    fip_msg_fill(&msg, &iov, NULL, 1, dest, NULL, 0);
     return fip_msg_send_post(ep, &msg, FI_INJECT | ep->op_flags, 1, tag);
 }
 
@@ -136,7 +121,7 @@ static ssize_t fip_tagged_senddata(struct fid_ep *ep_fid, const void *buf,
     struct iovec iov = {(void*)buf, len};
     struct fi_msg msg;
 
-    fip_tagged_fill(&msg, &iov, &desc, 1, dest, context, data);
+    fip_msg_fill(&msg, &iov, &desc, 1, dest, context, data);
     return fip_msg_send_post(ep, &msg, FI_REMOTE_CQ_DATA | ep->op_flags, 1,
                              tag);
 }
@@ -149,7 +134,7 @@ static ssize_t fip_tagged_injectdata(struct fid_ep *ep_fid, const void *buf,
     struct iovec iov = {(void*)buf, len};
     struct fi_msg msg;
 
-    fip_tagged_fill(&msg, &iov, NULL, 1, dest, NULL, data);
+    fip_msg_fill(&msg, &iov, NULL, 1, dest, NULL, data);
     return fip_msg_send_post(ep, &msg,
                              FI_INJECT | FI_REMOTE_CQ_DATA | ep->op_flags, 1,
                              tag);

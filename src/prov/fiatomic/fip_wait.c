@@ -3,7 +3,9 @@
  * (fi_cntr_wait) and event queues (fi_eq_sread) share: a deadline from the
  * program's timeout, and sleeps of at most FIP_WAIT_SLICE_NS on the
  * object's condition variable, so that between two slices the caller looks
- * again and, under manual progress, progresses the domain.
+ * again and, under manual progress, progresses the domain (fip_wait_loop);
+ * the lock and condition variable those objects wait on, and the wait
+ * objects they may be opened with.
  */
 #include "fip.h"
 
@@ -54,4 +56,56 @@ int fip_wait_slice(pthread_mutex_t *lock, pthread_cond_t *cond,
     ts.tv_nsec = now % 1000000000L;
     (void)pthread_cond_timedwait(cond, lock, &ts);
     return 0;
+}
+
+void fip_wait_destroy(pthread_mutex_t *lock, pthread_cond_t *cond)
+{
+    pthread_cond_destroy(cond);
+    pthread_mutex_destroy(lock);
+}
+
+int fip_wait_obj_check(enum fi_wait_obj wait_obj)
+{
+    switch (wait_obj) {
+    case FI_WAIT_NONE:
+    case FI_WAIT_UNSPEC:
+    case FI_WAIT_MUTEX_COND:
+    case FI_WAIT_YIELD:
+        return 0;
+    case FI_WAIT_FD:
+    case FI_WAIT_SET:
+    case FI_WAIT_POLLFD:
+        return -FI_ENOSYS;
+    default:
+        return -FI_EINVAL;
+    }
+}
+
+ssize_t fip_wait_loop(pthread_mutex_t *lock, pthread_cond_t *cond,
+                      int64_t deadline, fip_wait_look_func_t look,
+                      fip_wait_look_func_t idle_locked, void *arg)
+{
+    int timed_out = 0;
+    ssize_t ret;
+
+    for (;;) {
+        ret = look(arg);
+        if (ret != -FI_EAGAIN) {
+            return ret;
+        }
+        if (timed_out) {
+            return -FI_ETIMEDOUT;
+        }
+        pthread_mutex_lock(lock);
+        ret = idle_locked(arg);
+        if (ret == -FI_EAGAIN) {
+            ret = fip_wait_slice(lock, cond, deadline);
+        }
+        pthread_mutex_unlock(lock);
+        if (ret == -FI_ETIMEDOUT) {
+            timed_out = 1;
+        } else if (ret != 0) {
+            return ret;
+        }
+    }
 }

@@ -25,6 +25,11 @@ void domain_test::open_domain(enum fi_progress progress)
     ASSERT_EQ(0, fi_domain(m_fabric, m_head, &m_domain, NULL));
 }
 
+std::string progress_name(const testing::TestParamInfo<enum fi_progress> &info)
+{
+    return (info.param == FI_PROGRESS_AUTO) ? "auto" : "manual";
+}
+
 void domain_test::TearDown()
 {
     if (m_domain != NULL) {

@@ -13,6 +13,8 @@
 #include <rdma/fi_cm.h>
 #include <rdma/fi_eq.h>
 
+#include <string>
+
 namespace fiprov_test {
 
 /**
@@ -34,6 +36,36 @@ protected:
     struct fid_fabric            *m_fabric = NULL;
     struct fid_domain            *m_domain = NULL;
 };
+
+/**
+ * domain_test once per data progress mode (the suite's parameter, named by
+ * progress_name), the domain opened in SetUp; m_obj, the queue or counter
+ * the suite opens there, closed in TearDown before the domain unless the
+ * test closed it (and set it NULL).
+ */
+template <typename fid_t>
+class progress_domain_test
+    : public domain_test, public testing::WithParamInterface<enum fi_progress> {
+protected:
+    void SetUp() override
+    {
+        test_base::SetUp();
+        open_domain(GetParam());
+    }
+
+    void TearDown() override
+    {
+        if (m_obj != NULL) {
+            EXPECT_EQ(0, fi_close(&m_obj->fid));
+        }
+        domain_test::TearDown();
+    }
+
+    fid_t *m_obj = NULL;
+};
+
+/** The name of a progress_domain_test's instance: auto or manual. */
+std::string progress_name(const testing::TestParamInfo<enum fi_progress> &info);
 
 /** How a fixture's domain is opened. */
 struct open_params {

@@ -26,6 +26,11 @@ struct fi_info *hints_alloc()
     return hints;
 }
 
+double seconds_since(test_clock::time_point start)
+{
+    return std::chrono::duration<double>(test_clock::now() - start).count();
+}
+
 int getinfo(const struct fi_info *hints, std::vector<struct fi_info*> *infos,
             struct fi_info **head, uint32_t version)
 {

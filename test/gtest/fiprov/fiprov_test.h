@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <vector>
 
 namespace fiprov_test {
@@ -29,6 +30,12 @@ struct fi_info *hints_alloc();
 /** fi_getinfo with the hints: the return value, and the infos' list. */
 int getinfo(const struct fi_info *hints, std::vector<struct fi_info*> *infos,
             struct fi_info **head, uint32_t version = api_version);
+
+/** The clock of the suites' timing checks (how long a bounded wait took). */
+typedef std::chrono::steady_clock test_clock;
+
+/** Seconds on test_clock since start. */
+double seconds_since(test_clock::time_point start);
 
 /** Every test: no UCX ERROR/WARN line printed while it ran. */
 class test_base : public testing::Test {

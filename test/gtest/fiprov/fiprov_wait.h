@@ -19,9 +19,12 @@ namespace fiprov_test {
 int64_t now_ms();
 
 /** The next entry of the CQ (any entry format), bounded: 1; an error entry
- *  read into *err: -FI_EAVAIL; or -FI_ETIMEDOUT */
+ *  read into *err: -FI_EAVAIL; or -FI_ETIMEDOUT. With skip_sends, the
+ *  entries (and error entries) of this side's sends are read and passed
+ *  over. */
 template <typename entry_t>
-ssize_t next_entry(struct fid_cq *cq, entry_t *e, struct fi_cq_err_entry *err)
+ssize_t next_entry(struct fid_cq *cq, entry_t *e, struct fi_cq_err_entry *err,
+                   bool skip_sends = false)
 {
     int64_t deadline = now_ms() + peer_wait_ms;
     ssize_t n;
@@ -30,7 +33,16 @@ ssize_t next_entry(struct fid_cq *cq, entry_t *e, struct fi_cq_err_entry *err)
         n = fi_cq_read(cq, e, 1);
         if (n == -FI_EAVAIL) {
             memset(err, 0, sizeof(*err));
-            return (fi_cq_readerr(cq, err, 0) == 1) ? -FI_EAVAIL : -FI_EIO;
+            if (fi_cq_readerr(cq, err, 0) != 1) {
+                return -FI_EIO;
+            }
+            if (skip_sends && (err->flags & FI_SEND)) {
+                continue;
+            }
+            return -FI_EAVAIL;
+        }
+        if (skip_sends && (n == 1) && (e->flags & FI_SEND)) {
+            continue;
         }
         if (n != -FI_EAGAIN) {
             return n;

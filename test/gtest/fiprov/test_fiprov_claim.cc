@@ -12,8 +12,7 @@
  * process: claimed messages count against the unexpected cap until taken,
  * a claim left at close is freed, and input refused (-FI_EINVAL).
  */
-#include "fiprov_peer.h"
-#include "fiprov_wait.h"
+#include "fiprov_msg_fixture.h"
 
 #include <rdma/fi_tagged.h>
 
@@ -43,31 +42,7 @@ std::vector<uint8_t> pattern(size_t len, uint8_t seed)
 ssize_t next_rx(struct fid_cq *cq, struct fi_cq_tagged_entry *e,
                 struct fi_cq_err_entry *err)
 {
-    int64_t deadline = now_ms() + peer_wait_ms;
-    ssize_t n;
-
-    for (;;) {
-        n = fi_cq_read(cq, e, 1);
-        if (n == -FI_EAVAIL) {
-            memset(err, 0, sizeof(*err));
-            if (fi_cq_readerr(cq, err, 0) != 1) {
-                return -FI_EIO;
-            }
-            if (err->flags & FI_SEND) {
-                continue;
-            }
-            return -FI_EAVAIL;
-        }
-        if ((n == 1) && (e->flags & FI_SEND)) {
-            continue;
-        }
-        if (n != -FI_EAGAIN) {
-            return n;
-        }
-        if (now_ms() > deadline) {
-            return -FI_ETIMEDOUT;
-        }
-    }
+    return next_entry(cq, e, err, true);
 }
 
 /*
@@ -121,7 +96,7 @@ public:
     std::vector<msg> msgs;
 };
 
-class claim2p : public peer_test {
+class claim2p : public msg_peer_test {
 protected:
     uint64_t caps() const override
     {
@@ -131,17 +106,6 @@ protected:
     enum fi_cq_format cq_format() const override
     {
         return FI_CQ_FORMAT_TAGGED;
-    }
-
-    void SetUp() override
-    {
-        size_t len = 64;
-
-        peer_test::SetUp();
-        ASSERT_FALSE(HasFatalFailure());
-        m_self.resize(len);
-        ASSERT_EQ(0, fi_getname(&m_o.ep->fid, m_self.data(), &len));
-        m_self.resize(len);
     }
 
     /* the peer echoes the model's messages (their sends' bytes kept in
@@ -260,7 +224,6 @@ protected:
         }
     }
 
-    std::vector<uint8_t>              m_self;
     std::vector<std::vector<uint8_t>> m_out;
     uint64_t m_received  = 0;   /* receive entries expected */
     uint64_t m_truncated = 0;   /* FI_ETRUNC entries expected */
@@ -440,26 +403,11 @@ INSTANTIATE_TEST_SUITE_P(tls, claim2p, testing::ValuesIn(peer_params),
 
 /* ---- one process: an endpoint that sends to itself ---------------------- */
 
-class claim1p : public test_base {
+class claim1p : public self_ep_test {
 protected:
     void open(uint64_t caps)
     {
-        open_params p;
-        uint8_t addr[64];
-        size_t len = sizeof(addr);
-
-        p.caps      = caps;
-        p.cq_format = FI_CQ_FORMAT_TAGGED;
-        ASSERT_EQ(0, m_o.open_domain(p));
-        ASSERT_EQ(0, m_o.open_ep());
-        ASSERT_EQ(0, fi_getname(&m_o.ep->fid, addr, &len));
-        ASSERT_EQ(1, fi_av_insert(m_o.av, addr, 1, &m_self, 0, NULL));
-    }
-
-    void TearDown() override
-    {
-        m_o.close();
-        test_base::TearDown();
+        open_self(caps, FI_CQ_FORMAT_TAGGED);
     }
 
     /* everything sent to itself so far has arrived: a fence message
@@ -496,8 +444,6 @@ protected:
         return (n == 1) ? e.tag : ~0ull;
     }
 
-    objects   m_o;
-    fi_addr_t m_self   = FI_ADDR_UNSPEC;
     uint64_t  m_fences = 0;
 };
 

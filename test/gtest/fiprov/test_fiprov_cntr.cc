@@ -15,35 +15,18 @@ using namespace fiprov_test;
 
 namespace {
 
-typedef std::chrono::steady_clock test_clock;
-
-static double seconds_since(test_clock::time_point start)
-{
-    return std::chrono::duration<double>(test_clock::now() - start).count();
-}
-
-class cntr : public domain_test,
-             public testing::WithParamInterface<enum fi_progress> {
+class cntr : public progress_domain_test<struct fid_cntr> {
 protected:
     void SetUp() override
     {
-        test_base::SetUp();
-        open_domain(GetParam());
+        progress_domain_test::SetUp();
         ASSERT_FALSE(HasFatalFailure());
         ASSERT_EQ(0, fi_cntr_open(m_domain, &m_attr, &m_cntr, this));
     }
 
-    void TearDown() override
-    {
-        if (m_cntr != NULL) {
-            EXPECT_EQ(0, fi_close(&m_cntr->fid));
-        }
-        domain_test::TearDown();
-    }
-
-    struct fi_cntr_attr         m_attr    = {FI_CNTR_EVENTS_COMP,
-                                             FI_WAIT_UNSPEC, NULL, 0};
-    struct fid_cntr             *m_cntr   = NULL;
+    struct fi_cntr_attr m_attr  = {FI_CNTR_EVENTS_COMP, FI_WAIT_UNSPEC, NULL,
+                                   0};
+    struct fid_cntr     *&m_cntr = m_obj;
 };
 
 TEST_P(cntr, values_add_set)
@@ -178,11 +161,6 @@ TEST_P(cntr, attributes_refused)
 INSTANTIATE_TEST_SUITE_P(progress, cntr,
                          testing::Values(FI_PROGRESS_AUTO,
                                          FI_PROGRESS_MANUAL),
-                         [](const testing::TestParamInfo<enum fi_progress>
-                            &info) {
-                             return std::string(info.param ==
-                                                FI_PROGRESS_AUTO ?
-                                                "auto" : "manual");
-                         });
+                         progress_name);
 
 } // namespace

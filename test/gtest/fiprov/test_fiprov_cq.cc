@@ -19,31 +19,9 @@ using namespace fiprov_test;
 
 namespace {
 
-typedef std::chrono::steady_clock test_clock;
-
-static double seconds_since(test_clock::time_point start)
-{
-    return std::chrono::duration<double>(test_clock::now() - start).count();
-}
-
-class cq : public domain_test,
-           public testing::WithParamInterface<enum fi_progress> {
+class cq : public progress_domain_test<struct fid_cq> {
 protected:
-    void SetUp() override
-    {
-        test_base::SetUp();
-        open_domain(GetParam());
-    }
-
-    void TearDown() override
-    {
-        if (m_cq != NULL) {
-            EXPECT_EQ(0, fi_close(&m_cq->fid));
-        }
-        domain_test::TearDown();
-    }
-
-    struct fid_cq               *m_cq     = NULL;
+    struct fid_cq *&m_cq = m_obj;
 };
 
 TEST_P(cq, formats_open_and_read_empty)
@@ -169,11 +147,6 @@ TEST_P(cq, domain_busy_while_open)
 INSTANTIATE_TEST_SUITE_P(progress, cq,
                          testing::Values(FI_PROGRESS_AUTO,
                                          FI_PROGRESS_MANUAL),
-                         [](const testing::TestParamInfo<enum fi_progress>
-                                &info) {
-                             return std::string(info.param ==
-                                                FI_PROGRESS_AUTO ?
-                                                "auto" : "manual");
-                         });
+                         progress_name);
 
 } // namespace

@@ -25,13 +25,6 @@ using namespace fiprov_test;
 
 namespace {
 
-typedef std::chrono::steady_clock test_clock;
-
-static double seconds_since(test_clock::time_point start)
-{
-    return std::chrono::duration<double>(test_clock::now() - start).count();
-}
-
 /* fi_fiatomic(7)'s figures */
 static const size_t eq_default_size = 1024;
 static const size_t eq_max_size     = 65536;

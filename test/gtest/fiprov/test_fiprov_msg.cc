@@ -10,9 +10,8 @@
  * unexpected messages (count and bytes: the rest dropped and counted as
  * errors of the FI_RECV counter), and selective completion.
  */
-#include "fiprov_peer.h"
+#include "fiprov_msg_fixture.h"
 #include "fiprov_ucp_pause.h"
-#include "fiprov_wait.h"
 
 #include <string.h>
 #include <time.h>
@@ -40,22 +39,11 @@ std::vector<uint8_t> pattern(size_t len, uint8_t seed)
     return v;
 }
 
-class msg2p : public peer_test {
+class msg2p : public msg_peer_test {
 protected:
     uint64_t caps() const override
     {
         return FI_ATOMIC | FI_RMA | FI_MSG;
-    }
-
-    void SetUp() override
-    {
-        size_t len = 64;
-
-        peer_test::SetUp();
-        ASSERT_FALSE(HasFatalFailure());
-        m_self.resize(len);
-        ASSERT_EQ(0, fi_getname(&m_o.ep->fid, m_self.data(), &len));
-        m_self.resize(len);
     }
 
     /* the next entry, which must be a success of the given kind */
@@ -71,8 +59,6 @@ protected:
     }
 
     void ping_pong_every_form();
-
-    std::vector<uint8_t> m_self;  /* this endpoint's address */
 };
 
 /* one message of each size out and back: sent in the form the size
@@ -104,15 +90,11 @@ void msg2p::ping_pong_every_form()
         const size_t len = sizes[i];
         std::vector<uint8_t> out = pattern(len, (uint8_t)i);
         std::vector<uint8_t> in(len + 16, 0xee);
-        const size_t half = len / 2, third = len / 3;
-        struct iovec siov[3] = {{out.data(), third},
-                                {out.data() + third, half - third},
-                                {out.data() + half, len - half}};
-        struct iovec riov[2] = {{in.data(), half},
-                                {in.data() + half, len + 16 - half}};
+        struct iovec siov[3], riov[2];
         struct fi_msg rmsg = {}, smsg = {};
         int sent_entry = 1;
 
+        split_iov(out, in, siov, riov);
         rmsg.msg_iov   = riov;
         rmsg.iov_count = 2;
         rmsg.addr      = FI_ADDR_UNSPEC;
@@ -174,13 +156,7 @@ void msg2p::ping_pong_every_form()
     }
     EXPECT_EQ(0, m_peer.echo_wait(m_o.rcntr));
     /* every send counted, the inject included; every receive */
-    EXPECT_EQ(n, fi_cntr_read(m_o.scntr));
-    EXPECT_EQ(n, fi_cntr_read(m_o.rvcntr));
-    EXPECT_EQ(0u, fi_cntr_readerr(m_o.scntr));
-    EXPECT_EQ(0u, fi_cntr_readerr(m_o.rvcntr));
-    /* and nothing counted as a read or a write */
-    EXPECT_EQ(0u, fi_cntr_read(m_o.rcntr));
-    EXPECT_EQ(0u, fi_cntr_read(m_o.wcntr));
+    expect_msg_counters(m_o, n);
 }
 
 /* messages that arrive before their receive, at the peer (all sent and
@@ -309,33 +285,8 @@ TEST_P(msg2p, truncation_reports_etrunc_and_olen)
                              FI_ADDR_UNSPEC, &in));
         ASSERT_EQ(0, fi_send(m_o.ep, out.data(), sent[i], NULL, m_dest,
                              &out));
-        /* the send's entry and the echo's error entry, in either order:
-         * the peer's acknowledgement of a rendezvous and its echo come
-         * over two connections */
-        bool sent_ok = false, truncated = false;
-        while (!sent_ok || !truncated) {
-            ssize_t r = next_entry(m_o.cq, &e, &err);
-            if (r == 1) {
-                ASSERT_FALSE(sent_ok);
-                EXPECT_EQ((uint64_t)(FI_SEND | FI_MSG),
-                          e.flags & (FI_SEND | FI_MSG));
-                EXPECT_EQ((void*)&out, e.op_context);
-                sent_ok = true;
-            } else {
-                ASSERT_EQ(-FI_EAVAIL, r);
-                ASSERT_FALSE(truncated);
-                truncated = true;
-            }
-        }
-        EXPECT_EQ(FI_ETRUNC, err.err);
-        EXPECT_EQ((void*)&in, err.op_context);
-        EXPECT_EQ((uint64_t)(FI_RECV | FI_MSG),
-                  err.flags & (FI_RECV | FI_MSG));
-        EXPECT_EQ(given[i], err.len);
-        EXPECT_EQ(sent[i] - given[i], err.olen);
-        EXPECT_TRUE(std::equal(out.begin(), out.begin() + given[i],
-                               in.begin()));
-        EXPECT_EQ(0xee, in[given[i]]) << "written past the receive";
+        ASSERT_NO_FATAL_FAILURE(expect_truncated_echo(
+                m_o.cq, &e, out, in, given[i], FI_MSG, FI_MSG, &err));
     }
     EXPECT_EQ(0, m_peer.echo_wait(m_o.rcntr));
     EXPECT_EQ(0u, fi_cntr_read(m_o.rvcntr));
@@ -420,31 +371,14 @@ INSTANTIATE_TEST_SUITE_P(sockaddr, msg2p,
 
 /* ---- one process: an endpoint that sends to itself ---------------------- */
 
-class msg1p : public test_base {
+class msg1p : public self_ep_test {
 protected:
     void SetUp() override
     {
-        open_params p;
-        uint8_t addr[64];
-        size_t len = sizeof(addr);
-
         test_base::SetUp();
-        p.caps      = FI_ATOMIC | FI_RMA | FI_MSG;
-        p.cq_format = FI_CQ_FORMAT_DATA;
-        ASSERT_EQ(0, m_o.open_domain(p));
-        ASSERT_EQ(0, m_o.open_ep());
-        ASSERT_EQ(0, fi_getname(&m_o.ep->fid, addr, &len));
-        ASSERT_EQ(1, fi_av_insert(m_o.av, addr, 1, &m_self, 0, NULL));
+        open_self(FI_ATOMIC | FI_RMA | FI_MSG, FI_CQ_FORMAT_DATA);
     }
 
-    void TearDown() override
-    {
-        m_o.close();
-        test_base::TearDown();
-    }
-
-    objects   m_o;
-    fi_addr_t m_self = FI_ADDR_UNSPEC;
 };
 
 TEST_F(msg1p, bad_input_is_refused)

@@ -14,8 +14,7 @@
  * FI_ENOMSG), input refused (-FI_EINVAL), and endpoints without FI_TAGGED
  * or FI_MSG (-FI_ENOSYS).
  */
-#include "fiprov_peer.h"
-#include "fiprov_wait.h"
+#include "fiprov_msg_fixture.h"
 
 #include <rdma/fi_tagged.h>
 
@@ -122,7 +121,7 @@ private:
     std::deque<int>       m_waiting;
 };
 
-class tagged2p : public peer_test {
+class tagged2p : public msg_peer_test {
 protected:
     uint64_t caps() const override
     {
@@ -133,19 +132,6 @@ protected:
     {
         return FI_CQ_FORMAT_TAGGED;
     }
-
-    void SetUp() override
-    {
-        size_t len = 64;
-
-        peer_test::SetUp();
-        ASSERT_FALSE(HasFatalFailure());
-        m_self.resize(len);
-        ASSERT_EQ(0, fi_getname(&m_o.ep->fid, m_self.data(), &len));
-        m_self.resize(len);
-    }
-
-    std::vector<uint8_t> m_self;  /* this endpoint's address */
 };
 
 /* one tagged message of each size out and back, each in another call form
@@ -176,15 +162,11 @@ TEST_P(tagged2p, ping_pong_0b_to_1mib_every_form)
         const uint64_t data = 5000 + i;
         std::vector<uint8_t> out = pattern(len, (uint8_t)i);
         std::vector<uint8_t> in(len + 16, 0xee);
-        const size_t half = len / 2, third = len / 3;
-        struct iovec siov[3] = {{out.data(), third},
-                                {out.data() + third, half - third},
-                                {out.data() + half, len - half}};
-        struct iovec riov[2] = {{in.data(), half},
-                                {in.data() + half, len + 16 - half}};
+        struct iovec siov[3], riov[2];
         struct fi_msg_tagged rmsg = {}, smsg = {};
         bool sent_entry = true, has_data = false;
 
+        split_iov(out, in, siov, riov);
         rmsg.msg_iov   = riov;
         rmsg.iov_count = 2;
         rmsg.addr      = FI_ADDR_UNSPEC;
@@ -284,12 +266,7 @@ TEST_P(tagged2p, ping_pong_0b_to_1mib_every_form)
     EXPECT_EQ(n - 2, sends_with_entry);
     EXPECT_EQ(3u, with_data);
     /* every send counted, the injects included; every receive */
-    EXPECT_EQ(n, fi_cntr_read(m_o.scntr));
-    EXPECT_EQ(n, fi_cntr_read(m_o.rvcntr));
-    EXPECT_EQ(0u, fi_cntr_readerr(m_o.scntr));
-    EXPECT_EQ(0u, fi_cntr_readerr(m_o.rvcntr));
-    EXPECT_EQ(0u, fi_cntr_read(m_o.rcntr));
-    EXPECT_EQ(0u, fi_cntr_read(m_o.wcntr));
+    expect_msg_counters(m_o, n);
 }
 
 /*
@@ -466,31 +443,10 @@ TEST_P(tagged2p, truncation_reports_etrunc_olen_and_the_tag)
                               FI_ADDR_UNSPEC, tag & ~0xffull, 0xff, &in));
         ASSERT_EQ(0, fi_tsend(m_o.ep, out.data(), sent[i], NULL, m_dest,
                               tag, &out));
-        bool sent_ok = false, truncated = false;
-        while (!sent_ok || !truncated) {
-            ssize_t r = next_entry(m_o.cq, &e, &err);
-            if (r == 1) {
-                ASSERT_FALSE(sent_ok);
-                EXPECT_EQ((uint64_t)(FI_SEND | FI_TAGGED),
-                          e.flags & (FI_SEND | FI_TAGGED | FI_MSG));
-                EXPECT_EQ((void*)&out, e.op_context);
-                sent_ok = true;
-            } else {
-                ASSERT_EQ(-FI_EAVAIL, r);
-                ASSERT_FALSE(truncated);
-                truncated = true;
-            }
-        }
-        EXPECT_EQ(FI_ETRUNC, err.err);
-        EXPECT_EQ((void*)&in, err.op_context);
-        EXPECT_EQ((uint64_t)(FI_RECV | FI_TAGGED),
-                  err.flags & (FI_RECV | FI_TAGGED | FI_MSG));
+        ASSERT_NO_FATAL_FAILURE(expect_truncated_echo(
+                m_o.cq, &e, out, in, given[i], FI_TAGGED,
+                FI_TAGGED | FI_MSG, &err));
         EXPECT_EQ(tag, err.tag);
-        EXPECT_EQ(given[i], err.len);
-        EXPECT_EQ(sent[i] - given[i], err.olen);
-        EXPECT_TRUE(std::equal(out.begin(), out.begin() + given[i],
-                               in.begin()));
-        EXPECT_EQ(0xee, in[given[i]]) << "written past the receive";
     }
     EXPECT_EQ(0, m_peer.echo_wait(m_o.rcntr));
     EXPECT_EQ(0u, fi_cntr_read(m_o.rvcntr));
@@ -503,26 +459,11 @@ INSTANTIATE_TEST_SUITE_P(tls, tagged2p, testing::ValuesIn(peer_params),
 
 /* ---- one process: an endpoint that sends to itself ---------------------- */
 
-class tagged1p : public test_base {
+class tagged1p : public self_ep_test {
 protected:
     void open(uint64_t caps)
     {
-        open_params p;
-        uint8_t addr[64];
-        size_t len = sizeof(addr);
-
-        p.caps      = caps;
-        p.cq_format = FI_CQ_FORMAT_TAGGED;
-        ASSERT_EQ(0, m_o.open_domain(p));
-        ASSERT_EQ(0, m_o.open_ep());
-        ASSERT_EQ(0, fi_getname(&m_o.ep->fid, addr, &len));
-        ASSERT_EQ(1, fi_av_insert(m_o.av, addr, 1, &m_self, 0, NULL));
-    }
-
-    void TearDown() override
-    {
-        m_o.close();
-        test_base::TearDown();
+        open_self(caps, FI_CQ_FORMAT_TAGGED);
     }
 
     /* the next entry, a success: its context */
@@ -535,8 +476,6 @@ protected:
         return (n == 1) ? e->op_context : NULL;
     }
 
-    objects   m_o;
-    fi_addr_t m_self = FI_ADDR_UNSPEC;
 };
 
 /* an untagged receive never takes a tagged message, nor a tagged receive
