@@ -36,6 +36,11 @@ public:
     int stop();
     /** Kill the peer (SIGKILL: it closes nothing) and reap it. */
     void kill_now();
+    /** The peer stops progressing its domain for ms milliseconds (it
+     *  sleeps); returns at once: finish with pause_wait(). */
+    void pause_start(uint64_t ms);
+    /** After pause_start: true once the peer answered (bounded). */
+    bool pause_wait();
     /** Its process id (-1 when not running). */
     pid_t pid() const { return m_pid; }
 
@@ -129,6 +134,7 @@ struct peer_param {
     const char       *tls;
     enum fi_progress progress;
     int              prov_keys;
+    int              share = 0; /* FI_FIATOMIC_MR_SHARE=1 in both */
 };
 
 std::ostream &operator<<(std::ostream &os, const peer_param &p);
@@ -140,6 +146,10 @@ extern const std::vector<peer_param> peer_params;
 /** Shared memory with tcp's connection manager (UCX_TLS=posix,self,tcp:
  *  addresses naming the listener, the data on posix), for a few suites. */
 extern const std::vector<peer_param> peer_params_sockaddr;
+/** Shared memory with registrations placed in shared memory
+ *  (FI_FIATOMIC_MR_SHARE=1 in this process and the peer), each key mode
+ *  and each progress mode once. */
+extern const std::vector<peer_param> peer_params_share;
 std::string peer_param_name(const testing::TestParamInfo<peer_param> &info);
 
 /** How long a two-process test waits for a completion. */
@@ -174,6 +184,8 @@ protected:
     fi_addr_t   m_dest    = FI_ADDR_UNSPEC;
     bool        m_had_tls = false;
     std::string m_saved_tls;
+    bool        m_had_share = false;
+    std::string m_saved_share;
 };
 
 /** The peer process's main (the binary started with peer_flag). */
