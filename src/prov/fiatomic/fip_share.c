@@ -32,11 +32,16 @@
 #endif
 #include "fip.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <ucm/api/ucm.h>
@@ -53,6 +58,7 @@ struct fip_share {
     size_t        len;
     void          *segment; /* A: the same pages, as UCP allocated them */
     unsigned long ino;     /* the segment's file */
+    dev_t         dev;
 };
 
 /* every live shared registration of the process: their pages may not
@@ -85,10 +91,13 @@ static void *fip_share_mremap(void *old, size_t len, int flags, void *to)
 }
 
 /* whether /proc/self/maps maps [start, end) wholly, in writable mappings
- * that are private and not special (shared 0), or shared from one file
- * (shared 1: *ino_p 0 takes any file and is set to it, else only that) */
+ * that are private and not special (shared 0: *ino_p set non-zero when one
+ * of them maps a file), or shared from one file (shared 1: *ino_p 0 takes
+ * any file and is set to it, else only that; *off_p the file offset of
+ * start, *dev_p its device) */
 static int fip_share_maps_check(uintptr_t start, uintptr_t end, int shared,
-                                unsigned long *ino_p)
+                                unsigned long *ino_p, unsigned long *off_p,
+                                dev_t *dev_p)
 {
     char line[512], perms[8], path[256];
     unsigned long lo, hi, off, ino;
@@ -123,9 +132,14 @@ static int fip_share_maps_check(uintptr_t start, uintptr_t end, int shared,
         if (!shared) {
             ok = (perms[3] == 'p') &&
                  ((path[0] != '[') || (strcmp(path, "[heap]") == 0));
+            *ino_p |= ino;
         } else {
             ok = (perms[3] == 's') && (ino != 0) &&
                  ((*ino_p == 0) || (ino == *ino_p));
+            if (ok && (next == start)) {
+                *off_p = off + (start - lo);
+                *dev_p = makedev(dmaj, dmin);
+            }
             *ino_p = ino;
         }
         if (!ok) {
@@ -170,6 +184,128 @@ static int fip_share_overlaps(uintptr_t start, size_t len)
     return 0;
 }
 
+/* copy the program's pages into the fresh segment; of anonymous memory only
+ * the pages that exist (present or swapped, /proc/self/pagemap): the rest
+ * read as zeroes, as the segment does, and copying them would make the
+ * segment's every page real (a heap of 512 MiB mostly never touched) */
+static void fip_share_copy_in(void *segment, uintptr_t start, size_t len,
+                              int anonymous)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uint64_t entries[512];
+    size_t i, n, done;
+    ssize_t got;
+    int fd = -1;
+
+    if (anonymous) {
+        fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    }
+    if (fd < 0) {
+        memcpy(segment, (void*)start, len);
+        return;
+    }
+    for (done = 0; done < len; done += n * page) {
+        n   = (len - done) / page;
+        n   = (n < 512) ? n : 512;
+        got = pread(fd, entries, n * sizeof(entries[0]),
+                    (off_t)((start + done) / page * sizeof(entries[0])));
+        if (got != (ssize_t)(n * sizeof(entries[0]))) {
+            /* cannot tell: copy the rest */
+            memcpy((char*)segment + done, (char*)start + done, len - done);
+            break;
+        }
+        for (i = 0; i < n; ++i) {
+            /* bit 63: present, bit 62: swapped */
+            if (entries[i] & (3ULL << 62)) {
+                memcpy((char*)segment + done + i * page,
+                       (char*)start + done + i * page, page);
+            }
+        }
+    }
+    close(fd);
+}
+
+/* the descriptor UCP keeps open of the segment's file (posix shared memory
+ * is opened through /proc/<pid>/fd by peers), -1 if none (sysv) */
+static int fip_share_segment_fd(unsigned long ino, dev_t dev)
+{
+    struct dirent *d;
+    struct stat st;
+    int fd = -1, n;
+    DIR *dir;
+
+    dir = opendir("/proc/self/fd");
+    if (dir == NULL) {
+        return -1;
+    }
+    while ((fd < 0) && ((d = readdir(dir)) != NULL)) {
+        n = atoi(d->d_name);
+        if ((d->d_name[0] >= '0') && (d->d_name[0] <= '9') &&
+            (n != dirfd(dir)) && (fstat(n, &st) == 0) &&
+            S_ISREG(st.st_mode) && (st.st_ino == ino) &&
+            (st.st_dev == dev)) {
+            fd = n;
+        }
+    }
+    closedir(dir);
+    return fd;
+}
+
+/* copy into untouched private anonymous memory, leaving out the pages that
+ * hold only zeroes: they read as zeroes there without being allocated (UCP
+ * writes the whole posix segment when it allocates it, so its pages are
+ * all data, most of them zero in a heap) */
+static void fip_share_copy_nonzero(char *to, const char *from, size_t len)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t done, n, i;
+
+    for (done = 0; done < len; done += n) {
+        n = ((len - done) < page) ? (len - done) : page;
+        for (i = 0; (i < n) && (from[done + i] == 0); ++i) {
+        }
+        if (i < n) {
+            memcpy(to + done, from + done, n);
+        }
+    }
+}
+
+/* copy the shared pages into the fresh private mapping: with the segment's
+ * file at hand, only its data (SEEK_DATA / SEEK_HOLE): reading a hole
+ * through the mapping would allocate it */
+static void fip_share_copy_out(void *fresh, const fip_share_t *share,
+                               unsigned long off)
+{
+    int fd = fip_share_segment_fd(share->ino, share->dev);
+    off_t end = (off_t)(off + share->len), data, hole;
+
+    if (fd < 0) {
+        fip_share_copy_nonzero(fresh, (void*)share->start, share->len);
+        return;
+    }
+    for (data = (off_t)off; data < end; data = hole) {
+        hole = data;
+        data = lseek(fd, hole, SEEK_DATA);
+        if ((data < 0) && (errno != ENXIO)) {
+            /* cannot tell: copy the rest */
+            fip_share_copy_nonzero((char*)fresh + (hole - (off_t)off),
+                                   (char*)share->start + (hole - (off_t)off),
+                                   (size_t)(end - hole));
+            break;
+        }
+        if ((data < 0) || (data >= end)) {
+            break; /* only holes after */
+        }
+        hole = lseek(fd, data, SEEK_HOLE);
+        if ((hole <= data) || (hole > end)) {
+            hole = end;
+        }
+        fip_share_copy_nonzero((char*)fresh + (data - (off_t)off),
+                               (char*)share->start + (data - (off_t)off),
+                               (size_t)(hole - data));
+    }
+}
+
 static void fip_share_unexpose(fip_mr_t *mr)
 {
     (void)fiatomic_mem_unexpose(mr->mem);
@@ -181,6 +317,7 @@ int fip_share_register(fip_domain_t *domain, fip_mr_t *mr)
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     uintptr_t start = (uintptr_t)mr->addr & ~(page - 1);
     fiatomic_mem_params_t params;
+    unsigned long file = 0, off = 0;
     fip_share_t *share;
     size_t len, seg_len;
     void *segment;
@@ -199,7 +336,7 @@ int fip_share_register(fip_domain_t *domain, fip_mr_t *mr)
     pthread_mutex_lock(&fip_share_lock);
     if (fip_share_overlaps(start, len) ||
         fip_share_on_own_stack(start, len) ||
-        !fip_share_maps_check(start, start + len, 0, NULL)) {
+        !fip_share_maps_check(start, start + len, 0, &file, NULL, NULL)) {
         goto err_unlock;
     }
 
@@ -216,13 +353,13 @@ int fip_share_register(fip_domain_t *domain, fip_mr_t *mr)
         goto err_unexpose;
     }
     if (!fip_share_maps_check((uintptr_t)segment, (uintptr_t)segment + len,
-                              1, &share->ino)) {
+                              1, &share->ino, &off, &share->dev)) {
         /* UCP allocated private memory: no shared-memory transport */
         domain->share_none = 1;
         goto err_unexpose;
     }
 
-    memcpy(segment, (void*)start, len);
+    fip_share_copy_in(segment, start, len, file == 0);
     if (fip_share_mremap(segment, len, MREMAP_MAYMOVE | MREMAP_FIXED |
                          MREMAP_DONTUNMAP, (void*)start) != (void*)start) {
         goto err_unexpose;
@@ -251,7 +388,8 @@ err_unlock:
 void fip_share_release(fip_mr_t *mr)
 {
     fip_share_t *share = mr->share;
-    unsigned long ino  = share->ino;
+    unsigned long ino  = share->ino, off = 0;
+    dev_t dev          = 0;
     fip_share_t **p;
     void *fresh;
 
@@ -260,11 +398,11 @@ void fip_share_release(fip_mr_t *mr)
      * registered memory before closing): private pages again, same bytes.
      * Without memory for them the range stays shared, its bytes intact. */
     if (fip_share_maps_check(share->start, share->start + share->len, 1,
-                             &ino)) {
+                             &ino, &off, &dev) && (dev == share->dev)) {
         fresh = mmap(NULL, share->len, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (fresh != MAP_FAILED) {
-            memcpy(fresh, (void*)share->start, share->len);
+            fip_share_copy_out(fresh, share, off);
             if (fip_share_mremap(fresh, share->len,
                                  MREMAP_MAYMOVE | MREMAP_FIXED,
                                  (void*)share->start) ==

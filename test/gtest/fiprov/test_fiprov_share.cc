@@ -257,6 +257,40 @@ TEST_P(share1p, pages_shared_while_registered_private_after_close)
     EXPECT_EQ(3u, at(buf + 8));
 }
 
+/* a large region mostly never touched (as a heap is): the pages the program
+ * wrote, and the page an atomic wrote through the key, come back after
+ * close; the others read zero */
+TEST_P(share1p, sparse_region_keeps_its_bytes)
+{
+    const size_t pages = 64;
+    uint8_t *mem = (uint8_t*)mmap(NULL, pages * page_size,
+                                  PROT_READ | PROT_WRITE,
+                                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(MAP_FAILED, (void*)mem);
+    for (size_t i = 0; i < page_size; ++i) {
+        mem[3 * page_size + i]  = pattern(i);
+        mem[40 * page_size + i] = pattern(i + 1);
+    }
+    struct fid_mr *mr = reg(mem, pages * page_size, 20);
+    ASSERT_NE(nullptr, mr);
+    EXPECT_EQ("rw-s", mapping_of(mem + 50 * page_size).perms);
+    EXPECT_EQ(pattern(7), mem[3 * page_size + 7]);
+    EXPECT_EQ(0u, fetch_add(mr, mem, 50 * page_size + 8, 0x1234));
+    ASSERT_EQ(0, fi_close(&mr->fid));
+    EXPECT_EQ("rw-p", mapping_of(mem + 50 * page_size).perms);
+    for (size_t p = 0; p < pages; ++p) {
+        for (size_t i = 0; i < page_size; ++i) {
+            uint8_t want = (p == 3) ? pattern(i) :
+                           (p == 40) ? pattern(i + 1) :
+                           ((p == 50) && (i == 8)) ? 0x34 :
+                           ((p == 50) && (i == 9)) ? 0x12 : 0;
+            ASSERT_EQ(want, mem[p * page_size + i])
+                << "page " << p << " byte " << i;
+        }
+    }
+    munmap(mem, pages * page_size);
+}
+
 TEST_P(share1p, stack_buffer_is_registered_as_usual)
 {
     uint64_t words[64];
