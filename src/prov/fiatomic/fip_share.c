@@ -318,6 +318,7 @@ int fip_share_register(fip_domain_t *domain, fip_mr_t *mr)
     uintptr_t start = (uintptr_t)mr->addr & ~(page - 1);
     fiatomic_mem_params_t params;
     unsigned long file = 0, off = 0;
+    int fd;
     fip_share_t *share;
     size_t len, seg_len;
     void *segment;
@@ -359,6 +360,14 @@ int fip_share_register(fip_domain_t *domain, fip_mr_t *mr)
         goto err_unexpose;
     }
 
+    /* UCP wrote the whole posix segment when it allocated it: make this
+     * range sparse again, so that only the pages copied in and the pages
+     * written later take memory, and only they are copied back at close */
+    fd = fip_share_segment_fd(share->ino, share->dev);
+    if (fd >= 0) {
+        (void)fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                        (off_t)off, (off_t)len);
+    }
     fip_share_copy_in(segment, start, len, file == 0);
     if (fip_share_mremap(segment, len, MREMAP_MAYMOVE | MREMAP_FIXED |
                          MREMAP_DONTUNMAP, (void*)start) != (void*)start) {
