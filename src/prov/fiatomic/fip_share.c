@@ -17,6 +17,11 @@
  *     translated to A (mr->exposed) by the key service;
  *  3. at fi_close the pages are copied into a fresh private mapping that
  *     mremap puts over the program's range, then the segment is freed.
+ * Only what must be is copied (a heap is large and mostly never touched):
+ * the segment's range is punched out first (UCP writes the whole posix
+ * segment when it allocates it), anonymous pages that do not exist are not
+ * copied in, and only the segment's data that is not all zero is copied
+ * back.
  * mremap is called as a system call: UCX 1.13's memory hooks replace
  * mremap by a 4-argument function that drops the new address, which with
  * MREMAP_FIXED moves the pages to whatever the register held. UCP's
