@@ -139,6 +139,27 @@ void peer::set(size_t offset, const std::vector<uint8_t> &bytes)
     command('S', msg.data(), msg.size(), &reply);
 }
 
+void peer::fetch_add_start(size_t offset, uint64_t n)
+{
+    uint64_t args[2] = {offset, n};
+    char cmd         = 'A';
+
+    ASSERT_TRUE(io_full(m_to, &cmd, 1, true));
+    ASSERT_TRUE(send_msg(m_to, args, sizeof(args)));
+}
+
+std::vector<uint64_t> peer::fetch_add_wait()
+{
+    std::vector<uint8_t> reply;
+    std::vector<uint64_t> fetched;
+
+    if (recv_msg(m_from, &reply, pipe_timeout_ms)) {
+        fetched.resize(reply.size() / 8);
+        memcpy(fetched.data(), reply.data(), fetched.size() * 8);
+    }
+    return fetched;
+}
+
 std::vector<uint8_t> peer::get(size_t offset, size_t len)
 {
     uint64_t args[2] = {offset, len};

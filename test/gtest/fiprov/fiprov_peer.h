@@ -51,6 +51,10 @@ public:
     /** The peer fetch-adds 1 (FI_UINT64) n times at offset through its own
      *  endpoint to its own address; the values it fetched. */
     std::vector<uint64_t> fetch_add(size_t offset, uint64_t n);
+    /** fetch_add, returning at once: finish with fetch_add_wait() (the
+     *  values the peer fetched; none if it failed or did not answer). */
+    void fetch_add_start(size_t offset, uint64_t n);
+    std::vector<uint64_t> fetch_add_wait();
     /** The peer closes its region and registers a new one: the new key. */
     uint64_t replace_region();
     /** Ask the peer to close its domain and exit as soon as the 8 bytes at

@@ -12,8 +12,9 @@
  *  - between two processes: a fetch-add on the peer's shared registration
  *    completes while the peer does not progress at all (manual progress,
  *    the peer asleep): executed with a CPU atomic in the shared pages, not
- *    by the target; a key used before and closed since fails without
- *    touching the peer's new region.
+ *    by the target; both processes fetch-adding one element lose nothing;
+ *    a key used before and closed since fails without touching the peer's
+ *    new region.
  * Every cell in every form on shared registrations, and both processes on
  * one element, are the atomic and RMA suites' "share" instantiations.
  */
@@ -28,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <set>
 #include <string>
 
 using namespace fiprov_test;
@@ -448,6 +450,41 @@ TEST_P(share2p, fetch_add_completes_while_the_target_sleeps)
     uint64_t got;
     memcpy(&got, after.data(), 8);
     EXPECT_EQ(178u, got);
+}
+
+/* both processes fetch-add one element, the peer's stream started before
+ * this one (through its own endpoint on its own memory) and this one with
+ * CPU atomics in the peer's shared pages: every value fetched once, none
+ * lost (the streams overlapped in most of a run with automatic progress
+ * here; with manual progress the peer's often ended first) */
+TEST_P(share2p, both_processes_at_once_lose_nothing)
+{
+    const uint64_t n = 3000;
+    std::vector<uint8_t> zero(8, 0);
+    std::vector<uint64_t> mine(n);
+    int err;
+
+    m_peer.set(512, zero);
+    EXPECT_EQ(0u, fetch_add(m_peer.key, 512, 1, &err)); /* key resolved */
+    ASSERT_EQ(0, err);
+    m_peer.fetch_add_start(512, n);
+    ASSERT_FALSE(HasFatalFailure());
+    for (uint64_t i = 0; i < n; ++i) {
+        mine[i] = fetch_add(m_peer.key, 512, 1, &err);
+        ASSERT_EQ(0, err) << i;
+    }
+    std::vector<uint64_t> theirs = m_peer.fetch_add_wait();
+    ASSERT_EQ(n, theirs.size()) << "the peer's fetch-adds failed";
+
+    std::set<uint64_t> seen(mine.begin(), mine.end());
+    seen.insert(theirs.begin(), theirs.end());
+    EXPECT_EQ(2 * n, seen.size());
+    EXPECT_EQ(1u, *seen.begin());
+    EXPECT_EQ(2 * n, *seen.rbegin());
+    std::vector<uint8_t> after = m_peer.get(512, 8);
+    uint64_t total;
+    memcpy(&total, after.data(), 8);
+    EXPECT_EQ(2 * n + 1, total);
 }
 
 /* a key this process used (resolved, cached, mapped) and the peer closed
