@@ -209,17 +209,23 @@ fi
 # (default): the whole suite with 2 processes in both configurations, over
 # posix, and in the provider-key one over tcp too; the atomic,
 # lock and wait tests with 4 processes in both (about 10 minutes); full:
-# every configuration, transport and process count; off: none.
+# every configuration, transport and process count; off: none. A transport
+# written posix+share runs over posix with FI_FIATOMIC_MR_SHARE=1: SOS's
+# heap and data placed in shared memory, its atomics CPU atomics of every
+# process in the same pages (the 4-process atomic, lock and wait tests
+# are the proof of atomicity).
 step "Sandia OpenSHMEM's unit tests over the fiatomic libfabric provider"
 sos_prov=$top/build-release/src/prov/fiatomic/.libs
 case ${ATOMICX_SOS:-ci} in
     ci)   sos_runs=("posix basic 2" "tcp basic 2" "posix scalable 2"
-                    "posix basic 4 atomic,lock,wait"
+                    "posix+share basic 4 atomic,lock,wait"
                     "tcp scalable 4 atomic,lock,wait") ;;
     full) sos_runs=()
           for c in basic scalable; do
               for tl in posix tcp; do
-                  sos_runs+=("$tl $c 2" "$tl $c 4 atomic,lock,wait")
+                  sos_share_tl=$tl
+                  [ "$tl/$c" != posix/basic ] || sos_share_tl=posix+share
+                  sos_runs+=("$tl $c 2" "$sos_share_tl $c 4 atomic,lock,wait")
               done
           done ;;
     *)    sos_runs=() ;;
@@ -235,11 +241,15 @@ elif [ $sos_built -eq 1 ]; then
     for sos_run in "${sos_runs[@]}"; do
         read -r sos_tls sos_config sos_np sos_tests <<< "$sos_run"
         sos_log=$logdir/sos-$sos_tls-$sos_config-np$sos_np.log
+        sos_share=0
+        [ "${sos_tls%+share}" = "$sos_tls" ] || sos_share=1
+        sos_tls=${sos_tls%+share}
         # shellcheck disable=SC2086 # sos_tests: empty or one word
         # over posix every process's atomics go over shared memory
         sos_lane=
         [ "${sos_tls%%,*}" != posix ] || sos_lane=posix/memory
         UCX_TLS=$sos_tls ATOMICX_FI_PROVIDER_PATH=$sos_prov SOS_AMO_LANE=$sos_lane \
+            FI_FIATOMIC_MR_SHARE=$sos_share \
             "$top/contrib/sos/run-sos.sh" "$sos_config" fiatomic "$sos_np" \
             $sos_tests > "$sos_log" 2>&1 || fail=1
         tee -a "$logdir/all-tests.log" < "$sos_log" | grep -vE '^PASS: ' || true

@@ -68,6 +68,7 @@ typedef struct fip_fabric {
 #define FIP_MR_MAX     65536
 
 typedef struct fip_mr fip_mr_t;
+typedef struct fip_share fip_share_t;
 typedef struct fip_peer fip_peer_t;
 typedef struct fip_key_wait fip_key_wait_t;
 
@@ -85,6 +86,11 @@ typedef struct fip_domain {
     enum fi_threading  threading;
     enum fi_progress   data_progress;
     uint64_t           mr_mode;
+    /* FI_FIATOMIC_MR_SHARE: registered pages placed in shared memory
+     * (fip_share.c); share_none once UCP gave this domain no shared
+     * memory to place them in (no shared-memory transport) */
+    int                mr_share;
+    int                share_none;
     int                children;    /* objects opened on the domain */
     ucp_listener_h     ucp_listener; /* once an endpoint opened */
     uint32_t           listen_ipv4;  /* the address it names, host order */
@@ -166,6 +172,10 @@ struct fip_mr {
     size_t             length;
     uint64_t           access;
     uint64_t           remote_base; /* the address peers give for addr */
+    /* where libfiatomic and UCP know the buffer: addr, or its place in
+     * the shared segment the pages were moved into (fip_share.c) */
+    void               *exposed;
+    fip_share_t        *share;      /* NULL unless the pages are shared */
     fiatomic_mem_h     mem;         /* NULL without remote access */
     void               *packed;     /* mem's packed key, for the key
                                        service */
@@ -677,6 +687,22 @@ extern struct fi_ops_mr fip_mr_ops;
 
 /** The domain's region of key `key`, NULL if none; under mr_lock. */
 fip_mr_t *fip_mr_lookup_locked(fip_domain_t *domain, uint64_t key);
+
+/* ---- registered memory in shared memory (fip_share.c) ------------------ */
+
+/** The provider's runtime parameters, defined once when libfabric loads
+ *  it (fi_param_define: `fi_info -e` lists them). */
+void fip_params_define(void);
+/** Whether FI_FIATOMIC_MR_SHARE asks for shared registrations. */
+int fip_share_wanted(void);
+/** With the domain's mr_share: move the pages of [mr->addr, +length) into
+ *  a shared segment that libfiatomic allocated and exposed (mr->mem,
+ *  mr->exposed, mr->share set); -FI_ENOSYS when the range is not eligible
+ *  or the kernel refuses (the caller registers as usual then). */
+int fip_share_register(fip_domain_t *domain, fip_mr_t *mr);
+/** Give the program private pages with the same content again and free
+ *  the segment (unexposes mr->mem). */
+void fip_share_release(fip_mr_t *mr);
 
 /** Count one completed operation, as a success or an error. */
 void fip_cntr_inc(fip_cntr_t *cntr, int error);

@@ -353,6 +353,7 @@ int fip_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
     domain->threading     = FI_THREAD_SAFE;
     domain->data_progress = FI_PROGRESS_AUTO;
     domain->mr_mode       = FIP_MR_MODE_PROGRAM;
+    domain->mr_share      = fip_share_wanted();
     if (info->domain_attr != NULL) {
         if (info->domain_attr->threading != FI_THREAD_UNSPEC) {
             domain->threading = info->domain_attr->threading;

@@ -21,5 +21,6 @@ struct fi_provider fip_provider = {
 
 FI_EXT_INI
 {
+    fip_params_define();
     return &fip_provider;
 }

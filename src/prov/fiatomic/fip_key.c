@@ -120,7 +120,7 @@ static ucs_status_t fip_key_req_handler(void *arg, const void *header,
             /* not in the table, or no remote access */
             rep->status = -FI_ENOKEY;
         } else {
-            rep->vaddr       = (uint64_t)(uintptr_t)mr->addr;
+            rep->vaddr       = (uint64_t)(uintptr_t)mr->exposed;
             rep->length      = mr->length;
             rep->remote_base = mr->remote_base;
             rep->access      = mr->access & (FI_REMOTE_READ |

@@ -9,7 +9,9 @@
  * A region with remote access is exposed through libfiatomic
  * (fiatomic_mem_expose) and mapped with UCP for RMA (ucp_mem_map), and
  * both packed keys kept for the key service
- * (fip_key.c), which peers ask what a key names. The domain's key table
+ * (fip_key.c), which peers ask what a key names. With FI_FIATOMIC_MR_SHARE
+ * the pages are first moved into shared memory at their own address
+ * (fip_share.c) and exposed where UCP allocated them. The domain's key table
  * finds a region by key; its size is capped (FIP_MR_MAX). Closing a region
  * takes its key out of the table first, so later requests are refused.
  */
@@ -131,7 +133,9 @@ static void fip_mr_release(fip_mr_t *mr)
     if (mr->packed != NULL) {
         fiatomic_key_release(mr->packed);
     }
-    if (mr->mem != NULL) {
+    if (mr->share != NULL) {
+        fip_share_release(mr); /* the program's private pages back */
+    } else if (mr->mem != NULL) {
         fiatomic_mem_unexpose(mr->mem);
     }
 }
@@ -144,7 +148,7 @@ static int fip_mr_map(fip_domain_t *domain, fip_mr_t *mr)
 
     params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
                         UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-    params.address    = mr->addr;
+    params.address    = mr->exposed;
     params.length     = mr->length;
     status = ucp_mem_map(domain->ucp_context, &params, &mr->ucp_mem);
     if (status != UCS_OK) {
@@ -158,6 +162,43 @@ static int fip_mr_map(fip_domain_t *domain, fip_mr_t *mr)
         return fiatomic_status_to_fi_errno(status);
     }
     return 0;
+}
+
+/* expose the region (in shared memory when asked and eligible, else where
+ * it is) and pack what the key service hands peers that ask for its key */
+static int fip_mr_expose(fip_domain_t *domain, fip_mr_t *mr)
+{
+    fiatomic_mem_params_t params;
+    ucs_status_t status;
+    int ret;
+
+    if (domain->mr_share && !domain->share_none) {
+        (void)fip_share_register(domain, mr);
+    }
+    if (mr->mem == NULL) {
+        params.field_mask = FIATOMIC_MEM_PARAM_FIELD_ADDRESS |
+                            FIATOMIC_MEM_PARAM_FIELD_LENGTH;
+        params.address    = mr->addr;
+        params.length     = mr->length;
+        status = fiatomic_mem_expose(domain->fia, &params, &mr->mem);
+        if (status != UCS_OK) {
+            mr->mem = NULL;
+            return fiatomic_status_to_fi_errno(status);
+        }
+    }
+    status = fiatomic_mem_pack_key(mr->mem, &mr->packed, &mr->packed_len);
+    if (status != UCS_OK) {
+        mr->packed = NULL;
+        return fiatomic_status_to_fi_errno(status);
+    }
+    if (mr->packed_len > FIP_KEY_PACKED_MAX) {
+        return -FI_ENOSPC;
+    }
+    ret = fip_mr_map(domain, mr);
+    if ((ret == 0) && (mr->packed_len + mr->rkey_len > FIP_KEY_PACKED_MAX)) {
+        ret = -FI_ENOSPC;
+    }
+    return ret;
 }
 
 static int fip_mr_close(struct fid *fid)
@@ -187,8 +228,6 @@ static int fip_mr_register(fip_domain_t *domain, const void *buf, size_t len,
                            uint64_t requested_key, uint64_t flags,
                            struct fid_mr **mr_p, void *context)
 {
-    fiatomic_mem_params_t params;
-    ucs_status_t status;
     fip_mr_t *mr;
     int ret;
 
@@ -202,36 +241,16 @@ static int fip_mr_register(fip_domain_t *domain, const void *buf, size_t len,
         return -FI_ENOMEM;
     }
     mr->domain = domain;
-    mr->addr   = (void*)buf;
-    mr->length = len;
+    mr->addr    = (void*)buf;
+    mr->exposed = (void*)buf;
+    mr->length  = len;
     mr->access = access;
     /* where peers find the buffer: its address, or the program's offset */
     mr->remote_base = (domain->mr_mode == FIP_MR_MODE_PROV) ?
                       (uint64_t)(uintptr_t)buf : offset;
 
     if (access & (FI_REMOTE_READ | FI_REMOTE_WRITE)) {
-        params.field_mask = FIATOMIC_MEM_PARAM_FIELD_ADDRESS |
-                            FIATOMIC_MEM_PARAM_FIELD_LENGTH;
-        params.address    = (void*)buf;
-        params.length     = len;
-        status = fiatomic_mem_expose(domain->fia, &params, &mr->mem);
-        if (status != UCS_OK) {
-            ret = fiatomic_status_to_fi_errno(status);
-            goto err_free;
-        }
-        /* what the key service hands peers that ask for the key */
-        status = fiatomic_mem_pack_key(mr->mem, &mr->packed,
-                                       &mr->packed_len);
-        if ((status != UCS_OK) || (mr->packed_len > FIP_KEY_PACKED_MAX)) {
-            ret = (status != UCS_OK) ? fiatomic_status_to_fi_errno(status) :
-                  -FI_ENOSPC;
-            goto err_unexpose;
-        }
-        ret = fip_mr_map(domain, mr);
-        if ((ret == 0) &&
-            (mr->packed_len + mr->rkey_len > FIP_KEY_PACKED_MAX)) {
-            ret = -FI_ENOSPC;
-        }
+        ret = fip_mr_expose(domain, mr);
         if (ret != 0) {
             goto err_unexpose;
         }
@@ -252,7 +271,6 @@ static int fip_mr_register(fip_domain_t *domain, const void *buf, size_t len,
 
 err_unexpose:
     fip_mr_release(mr);
-err_free:
     free(mr);
     return (ret != 0) ? ret : -FI_EOTHER;
 }

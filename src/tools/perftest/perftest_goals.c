@@ -40,6 +40,8 @@ typedef enum {
 #define PERF_GOAL_OFI_REF   0
 #define PERF_GOAL_OFI_PROV  1
 #define PERF_GOAL_PROV_NAME "fiatomic"
+/* the provider's variable that places registered memory in shared memory */
+#define PERF_GOAL_PROV_SHARE "FI_FIATOMIC_MR_SHARE"
 #define PERF_GOAL_PROV_REPEATS 3 /* confirmation pairs of the prov- goals */
 
 typedef struct {
@@ -804,7 +806,8 @@ static void perf_goals_prov_sweeps(perf_goals_t *g, int shm)
         sw.limit   = shm ? 2.0 : 1.0;
         sw.invert  = 1; /* speed-up = libfabric's time / the provider's */
         perf_goal_sweep(g, name, shm ?
-                        "libfabric shm latency / fiatomic provider" :
+                        "libfabric shm latency / fiatomic provider, its "
+                        "region shared" :
                         "tcp;ofi_rxm latency / fiatomic provider", &sw,
                         cells, n);
     }
@@ -861,8 +864,15 @@ static int perf_goals_prov(const perf_opts_t *o, const char *tl, int shm,
         return 0;
     }
     snprintf(tls, sizeof(tls), "%s", tl);
-    if (setenv("UCX_TLS", tls, 1) || perf_session_open(&s, o)) {
+    /* on shared memory the provider places the region the target
+     * registered (its own page-aligned allocation, as SOS's heap is) in
+     * shared memory: peers then execute with CPU atomics in it. The
+     * target process inherits the variable; libfabric's shm ignores it. */
+    if (setenv("UCX_TLS", tls, 1) ||
+        (shm && setenv(PERF_GOAL_PROV_SHARE, "1", 1)) ||
+        perf_session_open(&s, o)) {
         fprintf(stderr, PERF_NAME ": cannot run over %s\n", tls);
+        unsetenv(PERF_GOAL_PROV_SHARE);
         return -1;
     }
     g->s      = &s;
@@ -870,9 +880,9 @@ static int perf_goals_prov(const perf_opts_t *o, const char *tl, int shm,
     /* the provider's calls take microseconds on both transports */
     g->iters  = o->params.iters / 5;
     g->warmup = g->iters / 10;
-    printf("\n=== goals of the libfabric provider '%s' over %s (UCX_TLS=%s):"
+    printf("\n=== goals of the libfabric provider '%s' over %s (UCX_TLS=%s%s):"
            " %zu calls per latency measurement ===\n", PERF_GOAL_PROV_NAME,
-           tl, tls, g->iters);
+           tl, tls, shm ? ", " PERF_GOAL_PROV_SHARE "=1" : "", g->iters);
 
     perf_goal_params(g, &perf_goal_fadd, 1, 1, g->iters, &p);
     if (perf_goal_once(g, PERF_API_PROV, &p, &res)) {
@@ -890,6 +900,7 @@ static int perf_goals_prov(const perf_opts_t *o, const char *tl, int shm,
         perf_goals_prov_sweeps(g, shm);
     }
     perf_session_close(&s);
+    unsetenv(PERF_GOAL_PROV_SHARE);
     g->ref_tl = NULL;
     return 0;
 }

@@ -76,6 +76,9 @@ struct open_params {
     uint64_t         cq_bind   = FI_TRANSMIT | FI_RECV;
 };
 
+/** The provider's variable that places registrations in shared memory. */
+static const char share_env[] = "FI_FIATOMIC_MR_SHARE";
+
 /** The memory registration mode bits of a provider-key domain. */
 static const uint64_t prov_key_mode = FI_MR_PROV_KEY | FI_MR_VIRT_ADDR |
                                       FI_MR_ALLOCATED;

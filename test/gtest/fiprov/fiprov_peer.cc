@@ -105,6 +105,21 @@ void peer::start(const open_params &p)
     addr.assign(hello.begin() + 16, hello.end());
 }
 
+void peer::pause_start(uint64_t ms)
+{
+    char cmd = 'P';
+
+    ASSERT_TRUE(io_full(m_to, &cmd, 1, true));
+    ASSERT_TRUE(send_msg(m_to, &ms, sizeof(ms)));
+}
+
+bool peer::pause_wait()
+{
+    std::vector<uint8_t> reply;
+
+    return recv_msg(m_from, &reply, pipe_timeout_ms);
+}
+
 void peer::command(char cmd, const void *buf, size_t len,
                    std::vector<uint8_t> *reply)
 {
@@ -122,6 +137,27 @@ void peer::set(size_t offset, const std::vector<uint8_t> &bytes)
     memcpy(msg.data(), &off, 8);
     memcpy(msg.data() + 8, bytes.data(), bytes.size());
     command('S', msg.data(), msg.size(), &reply);
+}
+
+void peer::fetch_add_start(size_t offset, uint64_t n)
+{
+    uint64_t args[2] = {offset, n};
+    char cmd         = 'A';
+
+    ASSERT_TRUE(io_full(m_to, &cmd, 1, true));
+    ASSERT_TRUE(send_msg(m_to, args, sizeof(args)));
+}
+
+std::vector<uint64_t> peer::fetch_add_wait()
+{
+    std::vector<uint8_t> reply;
+    std::vector<uint64_t> fetched;
+
+    if (recv_msg(m_from, &reply, pipe_timeout_ms)) {
+        fetched.resize(reply.size() / 8);
+        memcpy(fetched.data(), reply.data(), fetched.size() * 8);
+    }
+    return fetched;
 }
 
 std::vector<uint8_t> peer::get(size_t offset, size_t len)
@@ -295,7 +331,8 @@ std::ostream &operator<<(std::ostream &os, const peer_param &p)
 {
     return os << p.tls << "/"
               << ((p.progress == FI_PROGRESS_AUTO) ? "auto" : "manual")
-              << "/" << (p.prov_keys ? "prov_keys" : "program_keys");
+              << "/" << (p.prov_keys ? "prov_keys" : "program_keys")
+              << (p.share ? "/share" : "");
 }
 
 const std::vector<peer_param> peer_params = {
@@ -303,6 +340,11 @@ const std::vector<peer_param> peer_params = {
     {"posix", FI_PROGRESS_MANUAL, 1},
     {"tcp",   FI_PROGRESS_AUTO,   1},
     {"tcp",   FI_PROGRESS_MANUAL, 0},
+};
+
+const std::vector<peer_param> peer_params_share = {
+    {"posix", FI_PROGRESS_AUTO,   0, 1},
+    {"posix", FI_PROGRESS_MANUAL, 1, 1},
 };
 
 const std::vector<peer_param> peer_params_sockaddr = {
@@ -319,7 +361,8 @@ std::string peer_param_name(const testing::TestParamInfo<peer_param> &info)
                        (strcmp(tls, "posix,self,tcp") == 0) ? "shmtcp" :
                        (strcmp(tls, "posix,self") == 0) ? "shmself" : tls) +
            ((info.param.progress == FI_PROGRESS_AUTO) ? "_auto" : "_manual") +
-           (info.param.prov_keys ? "_provkeys" : "_programkeys");
+           (info.param.prov_keys ? "_provkeys" : "_programkeys") +
+           (info.param.share ? "_share" : "");
 }
 
 void peer_test::SetUp()
@@ -333,6 +376,17 @@ void peer_test::SetUp()
         m_saved_tls = saved;
     }
     setenv("UCX_TLS", GetParam().tls, 1);
+    saved       = getenv(share_env);
+    m_had_share = (saved != NULL);
+    if (m_had_share) {
+        m_saved_share = saved;
+    }
+    /* the peer inherits it */
+    if (GetParam().share) {
+        setenv(share_env, "1", 1);
+    } else {
+        unsetenv(share_env);
+    }
     p.progress  = GetParam().progress;
     p.prov_keys = GetParam().prov_keys;
     p.caps      = caps();
@@ -353,6 +407,11 @@ void peer_test::TearDown()
         setenv("UCX_TLS", m_saved_tls.c_str(), 1);
     } else {
         unsetenv("UCX_TLS");
+    }
+    if (m_had_share) {
+        setenv(share_env, m_saved_share.c_str(), 1);
+    } else {
+        unsetenv(share_env);
     }
     test_base::TearDown();
 }
@@ -762,6 +821,23 @@ int peer_serve(peer_state *s, int in, int out)
             }
             return peer_send_all(s, args[0], args[1], msg.data() + 16,
                                  msg.size() - 16);
+        case 'P': {
+            /* no progress at all meanwhile: only what needs no target
+             * CPU (a peer's direct CPU atomics) completes */
+            struct timespec ts;
+            if (msg.size() != 8) {
+                return 2;
+            }
+            memcpy(args, msg.data(), 8);
+            if (args[0] > 60000) {
+                return 2;
+            }
+            ts.tv_sec  = (time_t)(args[0] / 1000);
+            ts.tv_nsec = (long)(args[0] % 1000) * 1000000;
+            while ((nanosleep(&ts, &ts) != 0) && (errno == EINTR)) {
+            }
+            break;
+        }
         case 'Q':
             return 0;
         default:

@@ -36,6 +36,11 @@ public:
     int stop();
     /** Kill the peer (SIGKILL: it closes nothing) and reap it. */
     void kill_now();
+    /** The peer stops progressing its domain for ms milliseconds (it
+     *  sleeps); returns at once: finish with pause_wait(). */
+    void pause_start(uint64_t ms);
+    /** After pause_start: true once the peer answered (bounded). */
+    bool pause_wait();
     /** Its process id (-1 when not running). */
     pid_t pid() const { return m_pid; }
 
@@ -46,6 +51,10 @@ public:
     /** The peer fetch-adds 1 (FI_UINT64) n times at offset through its own
      *  endpoint to its own address; the values it fetched. */
     std::vector<uint64_t> fetch_add(size_t offset, uint64_t n);
+    /** fetch_add, returning at once: finish with fetch_add_wait() (the
+     *  values the peer fetched; none if it failed or did not answer). */
+    void fetch_add_start(size_t offset, uint64_t n);
+    std::vector<uint64_t> fetch_add_wait();
     /** The peer closes its region and registers a new one: the new key. */
     uint64_t replace_region();
     /** Ask the peer to close its domain and exit as soon as the 8 bytes at
@@ -129,6 +138,7 @@ struct peer_param {
     const char       *tls;
     enum fi_progress progress;
     int              prov_keys;
+    int              share = 0; /* FI_FIATOMIC_MR_SHARE=1 in both */
 };
 
 std::ostream &operator<<(std::ostream &os, const peer_param &p);
@@ -140,6 +150,10 @@ extern const std::vector<peer_param> peer_params;
 /** Shared memory with tcp's connection manager (UCX_TLS=posix,self,tcp:
  *  addresses naming the listener, the data on posix), for a few suites. */
 extern const std::vector<peer_param> peer_params_sockaddr;
+/** Shared memory with registrations placed in shared memory
+ *  (FI_FIATOMIC_MR_SHARE=1 in this process and the peer), each key mode
+ *  and each progress mode once. */
+extern const std::vector<peer_param> peer_params_share;
 std::string peer_param_name(const testing::TestParamInfo<peer_param> &info);
 
 /** How long a two-process test waits for a completion. */
@@ -174,6 +188,8 @@ protected:
     fi_addr_t   m_dest    = FI_ADDR_UNSPEC;
     bool        m_had_tls = false;
     std::string m_saved_tls;
+    bool        m_had_share = false;
+    std::string m_saved_share;
 };
 
 /** The peer process's main (the binary started with peer_flag). */

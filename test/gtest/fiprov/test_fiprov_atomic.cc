@@ -680,3 +680,5 @@ TEST_P(atomic2p, selective_completion_reports_only_what_asks)
 
 INSTANTIATE_TEST_SUITE_P(tls, atomic2p, testing::ValuesIn(peer_params),
                          peer_param_name);
+INSTANTIATE_TEST_SUITE_P(share, atomic2p, testing::ValuesIn(peer_params_share),
+                         peer_param_name);

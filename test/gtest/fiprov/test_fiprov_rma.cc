@@ -242,6 +242,8 @@ TEST_P(rma2p, bad_input_reaches_no_memory)
 
 INSTANTIATE_TEST_SUITE_P(tls, rma2p, testing::ValuesIn(peer_params),
                          peer_param_name);
+INSTANTIATE_TEST_SUITE_P(share, rma2p, testing::ValuesIn(peer_params_share),
+                         peer_param_name);
 INSTANTIATE_TEST_SUITE_P(sockaddr, rma2p,
                          testing::ValuesIn(peer_params_sockaddr),
                          peer_param_name);
