@@ -189,10 +189,11 @@ step "fuzzing a live target through UCP (libFuzzer, 30 s tcp + 30 s posix)"
 "$top/test/fuzz/run-ucp.sh" 60 2>&1 | tee -a "$logdir/all-tests.log" || fail=1
 
 if [ -x "$top/contrib/softroce/test-guest.sh" ]; then
-    step "atomicx on soft-RoCE (qemu guest)"
-    "$top/contrib/softroce/test-guest.sh" "$top/build-release" 2>&1 | tee -a "$logdir/all-tests.log" || fail=1
-    step "libfiatomic over atomicx on soft-RoCE (qemu guest)"
-    "$top/contrib/softroce/fiatomic-guest.sh" "$top/build-release" 2>&1 | tee -a "$logdir/all-tests.log" || fail=1
+    # libfiatomic over atomicx (fiatomic-guest.sh) in the same boot
+    step "atomicx on soft-RoCE, libfiatomic over it (qemu guest)"
+    "$top/contrib/softroce/test-guest.sh" "$top/build-release" \
+        uct ucp perftest compare bench docs fiatomic 2>&1 |
+        tee -a "$logdir/all-tests.log" || fail=1
     step "UCX's own gtest suites over atomicx on soft-RoCE (qemu guest)"
     "$top/contrib/softroce/ucx-gtest-guest.sh" "$top/build-release" 2>&1 | tee -a "$logdir/all-tests.log" || fail=1
     step "Open MPI's OpenSHMEM and MPI windows over atomicx on soft-RoCE (qemu guest)"
