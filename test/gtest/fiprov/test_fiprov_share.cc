@@ -19,6 +19,7 @@
  * one element, are the atomic and RMA suites' "share" instantiations.
  */
 #include "fiprov_peer.h"
+#include "fiprov_wait.h"
 
 #include <rdma/fi_atomic.h>
 
@@ -37,6 +38,35 @@ using namespace fiprov_test;
 namespace {
 
 const size_t page_size = 4096;
+
+/* one fetch-add of a uint64 through ep to (dest, addr, key), waited for on
+ * its counter (bounded): the value fetched; 0 in *err, or the call's error,
+ * -FI_ETIMEDOUT, or -FI_EIO for an error completion (fi_cntr_wait counts
+ * successes only: an error must end the wait too) */
+uint64_t fetch_add_cntr(struct fid_ep *ep, struct fid_cntr *cntr,
+                        fi_addr_t dest, uint64_t addr, uint64_t key,
+                        uint64_t add, int *err)
+{
+    uint64_t res = 0, errs = fi_cntr_readerr(cntr);
+    uint64_t done = fi_cntr_read(cntr) + errs;
+    ssize_t ret;
+
+    do {
+        ret = fi_fetch_atomic(ep, &add, 1, NULL, &res, NULL, dest, addr, key,
+                              FI_UINT64, FI_SUM, NULL);
+    } while (ret == -FI_EAGAIN);
+    *err = (int)ret;
+    if (ret != 0) {
+        return res;
+    }
+    int64_t end = fiprov_test::now_ms() + peer_wait_ms;
+    while ((fi_cntr_read(cntr) + fi_cntr_readerr(cntr) < done + 1) &&
+           (fiprov_test::now_ms() < end)) {
+    }
+    *err = (fi_cntr_read(cntr) + fi_cntr_readerr(cntr) < done + 1) ?
+           -FI_ETIMEDOUT : (fi_cntr_readerr(cntr) != errs) ? -FI_EIO : 0;
+    return res;
+}
 
 /* the mapping holding addr: its permissions ("rw-p", "rw-s") and file's
  * inode; "" when nothing maps it */
@@ -158,36 +188,9 @@ protected:
     uint64_t fetch_add_key(uint64_t key, void *buf, size_t off, uint64_t add,
                            int *err)
     {
-        uint64_t res = 0, errs = fi_cntr_readerr(m_o.rcntr);
-        uint64_t done = fi_cntr_read(m_o.rcntr) + errs;
         uint64_t addr = GetParam() ? (uint64_t)(uintptr_t)buf + off : off;
-        ssize_t ret;
 
-        do {
-            ret = fi_fetch_atomic(m_o.ep, &add, 1, NULL, &res, NULL, m_self,
-                                  addr, key, FI_UINT64, FI_SUM, NULL);
-        } while (ret == -FI_EAGAIN);
-        *err = (int)ret;
-        if (ret != 0) {
-            return res;
-        }
-        /* fi_cntr_wait counts successes only: an error ends it too */
-        int64_t end = now() + peer_wait_ms;
-        while ((fi_cntr_read(m_o.rcntr) + fi_cntr_readerr(m_o.rcntr) <
-                done + 1) && (now() < end)) {
-        }
-        *err = (fi_cntr_read(m_o.rcntr) + fi_cntr_readerr(m_o.rcntr) <
-                done + 1) ? -FI_ETIMEDOUT :
-               (fi_cntr_readerr(m_o.rcntr) != errs) ? -FI_EIO : 0;
-        return res;
-    }
-
-    static int64_t now()
-    {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+        return fetch_add_cntr(m_o.ep, m_o.rcntr, m_self, addr, key, add, err);
     }
 
     uint64_t at(const void *p)
@@ -387,34 +390,8 @@ class share2p : public peer_test {
 protected:
     uint64_t fetch_add(uint64_t key, size_t off, uint64_t add, int *err)
     {
-        uint64_t res = 0, errs = fi_cntr_readerr(m_o.rcntr);
-        uint64_t done = fi_cntr_read(m_o.rcntr) + errs;
-        ssize_t ret;
-
-        do {
-            ret = fi_fetch_atomic(m_o.ep, &add, 1, NULL, &res, NULL, m_dest,
-                                  m_peer.base + off, key, FI_UINT64, FI_SUM,
-                                  NULL);
-        } while (ret == -FI_EAGAIN);
-        *err = (int)ret;
-        if (ret == 0) {
-            int64_t end = time_ms() + peer_wait_ms;
-            while ((fi_cntr_read(m_o.rcntr) + fi_cntr_readerr(m_o.rcntr) <
-                    done + 1) && (time_ms() < end)) {
-            }
-            *err = (fi_cntr_read(m_o.rcntr) + fi_cntr_readerr(m_o.rcntr) <
-                    done + 1) ? -FI_ETIMEDOUT :
-                   (fi_cntr_readerr(m_o.rcntr) != errs) ? -FI_EIO : 0;
-        }
-        return res;
-    }
-
-    static int64_t time_ms()
-    {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+        return fetch_add_cntr(m_o.ep, m_o.rcntr, m_dest, m_peer.base + off,
+                              key, add, err);
     }
 };
 
@@ -437,12 +414,12 @@ TEST_P(share2p, fetch_add_completes_while_the_target_sleeps)
     m_peer.pause_start(pause_ms);
     ASSERT_FALSE(HasFatalFailure());
     usleep(200 * 1000); /* the peer took the command and sleeps */
-    int64_t t0 = time_ms();
+    int64_t t0 = fiprov_test::now_ms();
     for (uint64_t i = 0; i < 100; ++i) {
         EXPECT_EQ(78u + i, fetch_add(m_peer.key, 256, 1, &err)) << i;
         ASSERT_EQ(0, err) << i;
     }
-    int64_t took = time_ms() - t0;
+    int64_t took = fiprov_test::now_ms() - t0;
     EXPECT_LT(took, (int64_t)pause_ms - 1000)
         << "the fetch-adds waited for the target";
     ASSERT_TRUE(m_peer.pause_wait());
