@@ -327,7 +327,6 @@ int fip_share_register(fip_domain_t *domain, fip_mr_t *mr)
     fip_share_t *share;
     size_t len, seg_len;
     void *segment;
-    int ret = -FI_ENOSYS;
 
     if ((uintptr_t)mr->addr + mr->length < (uintptr_t)mr->addr) {
         return -FI_ENOSYS;
@@ -396,7 +395,7 @@ err_unexpose:
 err_unlock:
     pthread_mutex_unlock(&fip_share_lock);
     free(share);
-    return ret;
+    return -FI_ENOSYS; /* not eligible: the usual registration */
 }
 
 void fip_share_release(fip_mr_t *mr)
