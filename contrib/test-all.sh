@@ -42,8 +42,13 @@ t_start=$(date +%s)
 # each step says when it began, so that a run's log shows where its time went
 step() {
     local t=$(( $(date +%s) - t_start ))
+    cur_step="$*"
     echo; echo "=== $* ==="; printf 'test-all: at %dm%02ds\n' $((t / 60)) $((t % 60))
 }
+# a step that fails is named again in the run's last lines, with the tests
+# that failed in it: a log seen only by its end still says what went wrong
+failed_steps=()
+step_failed() { fail=1; failed_steps+=("$cur_step"); }
 
 step "dependencies"
 "$top/contrib/install-deps.sh" || exit 1
@@ -116,10 +121,10 @@ check() { # check <dir>: make check, print the test logs, judge UCX's log lines
 step "build (-Werror)"
 build "$top/build-release" || exit 1
 step "tests"
-check "$top/build-release" || fail=1
+check "$top/build-release" || step_failed
 step "packaging (make distcheck; make install DESTDIR + installcheck, uninstall)"
 ATOMICX_JOBS=$jobs "$top/contrib/check-dist.sh" "$top/build-release" 2>&1 |
-    tee -a "$logdir/all-tests.log" || fail=1
+    tee -a "$logdir/all-tests.log" || step_failed
 cp "$top/build-release/distcheck.log" "$logdir/" 2>/dev/null
 
 # The test drivers (all of the project's C++ is test code) are compiled at
@@ -157,7 +162,7 @@ build "$top/build-asan" --enable-sanitizers CXXFLAGS="-g -O0" || exit 1
 step "tests under ASan+UBSan"
 echo "GTEST_FILTER=$secondary_filter"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-FIATOMIC_TEST_ITERATIONS=1000 GTEST_FILTER=$secondary_filter check "$top/build-asan" || fail=1
+FIATOMIC_TEST_ITERATIONS=1000 GTEST_FILTER=$secondary_filter check "$top/build-asan" || step_failed
 
 # The threads suite under ThreadSanitizer: libfiatomic and its suites only.
 # UCX_MEM_EVENTS=no: UCX's memory hooks (madvise in thread start) crash
@@ -179,25 +184,25 @@ step "threads suite under ThreadSanitizer"
 tsan_rc=$?
 tee -a "$logdir/all-tests.log" < "$logdir/tsan-threads.log" |
     grep -E '^\[ *(PASSED|FAILED|SKIPPED) *\]|^\[==========\]|ThreadSanitizer' || true
-[ $tsan_rc -eq 0 ] || fail=1
-"$top/contrib/ucx-log-check.sh" --label build-tsan "$logdir/tsan-threads.log" || fail=1
+[ $tsan_rc -eq 0 ] || step_failed
+"$top/contrib/ucx-log-check.sh" --label build-tsan "$logdir/tsan-threads.log" || step_failed
 
 step "fuzzing the target-side request decoder (libFuzzer, 60 s)"
-"$top/test/fuzz/run.sh" 60 2>&1 | tee -a "$logdir/all-tests.log" || fail=1
+"$top/test/fuzz/run.sh" 60 2>&1 | tee -a "$logdir/all-tests.log" || step_failed
 
 step "fuzzing a live target through UCP (libFuzzer, 30 s tcp + 30 s posix)"
-"$top/test/fuzz/run-ucp.sh" 60 2>&1 | tee -a "$logdir/all-tests.log" || fail=1
+"$top/test/fuzz/run-ucp.sh" 60 2>&1 | tee -a "$logdir/all-tests.log" || step_failed
 
 if [ -x "$top/contrib/softroce/test-guest.sh" ]; then
     # libfiatomic over atomicx (fiatomic-guest.sh) in the same boot
     step "atomicx on soft-RoCE, libfiatomic over it (qemu guest)"
     "$top/contrib/softroce/test-guest.sh" "$top/build-release" \
         uct ucp perftest compare bench docs fiatomic 2>&1 |
-        tee -a "$logdir/all-tests.log" || fail=1
+        tee -a "$logdir/all-tests.log" || step_failed
     step "UCX's own gtest suites over atomicx on soft-RoCE (qemu guest)"
-    "$top/contrib/softroce/ucx-gtest-guest.sh" "$top/build-release" 2>&1 | tee -a "$logdir/all-tests.log" || fail=1
+    "$top/contrib/softroce/ucx-gtest-guest.sh" "$top/build-release" 2>&1 | tee -a "$logdir/all-tests.log" || step_failed
     step "Open MPI's OpenSHMEM and MPI windows over atomicx on soft-RoCE (qemu guest)"
-    "$top/contrib/softroce/openmpi-guest.sh" "$top/build-release" 2>&1 | tee -a "$logdir/all-tests.log" || fail=1
+    "$top/contrib/softroce/openmpi-guest.sh" "$top/build-release" 2>&1 | tee -a "$logdir/all-tests.log" || step_failed
 fi
 
 # Sandia OpenSHMEM's unit tests over this project's libfabric provider
@@ -233,7 +238,7 @@ case ${ATOMICX_SOS:-ci} in
 esac
 sos_built=1
 for c in basic scalable; do
-    bg_wait "sos-$c" || { echo "FAIL: building SOS ($c)"; sos_built=0; fail=1; }
+    bg_wait "sos-$c" || { echo "FAIL: building SOS ($c)"; sos_built=0; step_failed; }
 done
 if [ ${#sos_runs[@]} -eq 0 ]; then
     echo "SOS over fiatomic: not run (ATOMICX_SOS=${ATOMICX_SOS}; ci or full runs it)"
@@ -252,7 +257,7 @@ elif [ $sos_built -eq 1 ]; then
         UCX_TLS=$sos_tls ATOMICX_FI_PROVIDER_PATH=$sos_prov SOS_AMO_LANE=$sos_lane \
             FI_FIATOMIC_MR_SHARE=$sos_share \
             "$top/contrib/sos/run-sos.sh" "$sos_config" fiatomic "$sos_np" \
-            $sos_tests > "$sos_log" 2>&1 || fail=1
+            $sos_tests > "$sos_log" 2>&1 || step_failed
         tee -a "$logdir/all-tests.log" < "$sos_log" | grep -vE '^PASS: ' || true
     done
     echo "SOS over fiatomic: $(( $(date +%s) - t0 )) s"
@@ -268,7 +273,7 @@ if [ $sos_built -eq 1 ] && [ ${#sos_runs[@]} -gt 0 ] &&
     sos_guest_tests=swap1,cswap,atomic_inc,fadd_nbi,atomic_bitwise,set_fetch,lfinc,atomic_nbi
     [ "${ATOMICX_SOS:-ci}" != full ] || sos_guest_tests=atomic
     "$top/contrib/softroce/sos-guest.sh" "$top/build-release" basic 2 "$sos_guest_tests" \
-        > "$logdir/sos-guest.log" 2>&1 || fail=1
+        > "$logdir/sos-guest.log" 2>&1 || step_failed
     tee -a "$logdir/all-tests.log" < "$logdir/sos-guest.log" | grep -vE '^PASS: ' || true
 fi
 
@@ -302,28 +307,28 @@ if bg_wait ucx122 && ucx122=$bg_result && [ -d "$ucx122" ]; then
         (cd "$top/build-ucx122/test/gtest" &&
             make -j"$jobs" check TESTS= > "$logdir/build-ucx122-check.log" 2>&1 &&
             FIATOMIC_TEST_ITERATIONS=1000 GTEST_FILTER=$ucx122_filter \
-                make -j1 check >> "$logdir/build-ucx122-check.log" 2>&1) || fail=1
+                make -j1 check >> "$logdir/build-ucx122-check.log" 2>&1) || step_failed
         if ls "$top"/build-ucx122/test/gtest/test_*.log > /dev/null 2>&1; then
             cat "$top"/build-ucx122/test/gtest/test_*.log | tee -a "$logdir/all-tests.log" |
                 grep -E '^\[ *(PASSED|FAILED|SKIPPED|  SKIPPED) *\]|^\[==========\]|^(PASS|FAIL|ERROR|SKIP):' || true
             "$top/contrib/ucx-log-check.sh" --label build-ucx122 \
-                "$top"/build-ucx122/test/gtest/test_*.log || fail=1
+                "$top"/build-ucx122/test/gtest/test_*.log || step_failed
         else
-            tail -20 "$logdir/build-ucx122-check.log"; fail=1
+            tail -20 "$logdir/build-ucx122-check.log"; step_failed
         fi
         step "make install puts atomicx into UCX 1.22.0's module directory"
         "$top/contrib/check-ucx-install.sh" "$top/build-ucx122" 2>&1 |
-            tee -a "$logdir/all-tests.log" || fail=1
+            tee -a "$logdir/all-tests.log" || step_failed
         if [ -x "$top/contrib/softroce/test-guest.sh" ]; then
             step "atomicx as a UCX 1.22.0 module on soft-RoCE (qemu guest, no LD_PRELOAD), libfiatomic over it"
             "$top/contrib/softroce/test-guest.sh" "$top/build-ucx122" info uct ucp perftest fiatomic 2>&1 |
-                tee -a "$logdir/all-tests.log" || fail=1
+                tee -a "$logdir/all-tests.log" || step_failed
         fi
     else
-        fail=1
+        step_failed
     fi
 else
-    echo "building UCX 1.22.0 failed"; fail=1
+    echo "building UCX 1.22.0 failed"; step_failed
 fi
 
 # One summary over every gtest binary and SOS run (run-sos.sh's
@@ -336,6 +341,13 @@ read -r sos_p sos_f sos_s <<< "$(grep -hoE '^run-sos: [0-9]+ passed, [0-9]+ fail
 passed=$((passed + sos_p)) failed=$((failed + sos_f)) skipped=$((skipped + sos_s))
 [ "$fail" -eq 0 ] || [ "$failed" -gt 0 ] || failed=1
 echo
+if [ "$fail" -ne 0 ]; then
+    printf 'test-all: failed in: %s\n' "${failed_steps[@]}" | sort -u
+    # gtest's per-test FAILED lines (each also repeated in its binary's
+    # summary, hence sort -u), automake's and run-sos's per-test verdicts
+    grep -hE '^\[  FAILED  \] [^0-9 ]|^(FAIL|ERROR|TIMEOUT): *[^ ]' "$logdir/all-tests.log" |
+        sed 's/ ([0-9]* ms)$//' | sort -u | head -n 40 | sed 's/^/test-all: /'
+fi
 t=$(( $(date +%s) - t_start ))
 printf 'test-all: %dm%02ds in all\n' $((t / 60)) $((t % 60))
 echo "$passed passed, $failed failed, $skipped skipped"
