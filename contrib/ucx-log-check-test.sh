@@ -58,6 +58,29 @@ expect "after {pid}" 1 "ucx-log-check[t]: 4 UCX ERROR/WARN lines: 1 expected, 3 
 } >"$tmp/after.log"
 expect "after, per section" 1 "ucx-log-check[t]: 3 UCX ERROR/WARN lines: 1 expected, 2 unexpected" "$tmp/after.log"
 
+# the project's own list: UCX 1.22.0's "no active messages transport" line
+# of a same-host peer that exited, with posix first or after self (the
+# posix,self configuration), is expected in the two tests whose scenario it
+# is, and only there
+real() { "$check" --label t "$1" 2>&1; }
+am="no active messages transport to <no debug data>:"
+{
+    echo "[ RUN      ] tls/local2p.peer_leaving_fails_later_calls/shm_manual_programkeys"
+    ucx 7 select.c:721 "$am posix/memory - no peer failure handler"
+    echo "[ RUN      ] tls/local2p.peer_leaving_fails_later_calls/shmself_manual_programkeys"
+    ucx 8 select.c:721 "$am self/memory - no peer failure handler, posix/memory - "
+    echo "[ RUN      ] tls/local2p.peer_closes_while_caller_idle_in_bound/shmself_auto_provkeys"
+    ucx 9 select.c:721 "$am self/memory - no peer failure handler, posix/memory - "
+    echo "[ RUN      ] tls/local2p.closed_peer_refused/shmself_manual_programkeys"
+    ucx 10 select.c:721 "$am self/memory - no peer failure handler, posix/memory - "
+} >"$tmp/local2p.log"
+got=$(real "$tmp/local2p.log")
+if grep -qxF "ucx-log-check[t]: 4 UCX ERROR/WARN lines: 3 expected, 1 unexpected" <<<"$got"; then
+    echo "ok: the project's list, an exited same-host peer's wire-up"
+else
+    echo "FAIL: the project's list, an exited same-host peer's wire-up:"; echo "$got"; fail=1
+fi
+
 printf 'demo: * | x | before y | z\n' >"$tmp/bad.txt"
 if "$check" --expected "$tmp/bad.txt" "$tmp/plain.log" >/dev/null 2>&1; [ $? -ne 2 ]; then
     echo "FAIL: a 4-field line without 'after' is not a usage error"

@@ -15,6 +15,7 @@
  * suites' (shm instantiations: posix).
  */
 #include "fiprov_peer.h"
+#include "test_leak_check.h"
 #include "test_ucx_log.h"
 
 #include <rdma/fi_atomic.h>
@@ -100,12 +101,31 @@ protected:
      * thread races the exit), and UCX then reports the peer's FIFO gone
      * (UCX 1.13.1), or, UCX 1.22.0, whose posix transport opens the peer's
      * FIFO to decide that it is reachable, finds no transport to wire up
-     * the connection the peer asked for; nothing fails */
+     * the connection the peer asked for; nothing fails. UCX 1.13.1's mm
+     * endpoint, failing to attach the FIFO, returns without freeing the
+     * segment table it had just filled (100 bytes, mm_ep.c's error path
+     * skips its cleanup), so this thread's allocations are not
+     * leak-checked from here until the objects are closed (the thread that
+     * progresses under manual progress, where this happens; every other
+     * test checks these paths with the peer alive). */
     void allow_replies_to_an_exited_peer()
     {
         test_common::ucx_log_allow("failed to connect to remote FIFO");
         test_common::ucx_log_allow(") failed: No such file or directory");
         test_common::ucx_log_allow("no active messages transport to");
+        if (!m_leak_check_paused) {
+            test_common::leak_check_pause();
+            m_leak_check_paused = true;
+        }
+    }
+
+    void TearDown() override
+    {
+        peer_test::TearDown();
+        if (m_leak_check_paused) {
+            test_common::leak_check_resume();
+            m_leak_check_paused = false;
+        }
     }
 
     /* insert an address: its fi_addr_t, or FI_ADDR_NOTAVAIL if refused */
@@ -119,8 +139,9 @@ protected:
         return fa;
     }
 
-    uint64_t m_one    = 1;
-    uint64_t m_result = 0;
+    uint64_t m_one               = 1;
+    uint64_t m_result            = 0;
+    bool     m_leak_check_paused = false;
 };
 
 TEST_P(local2p, addresses_name_published_files)
