@@ -108,6 +108,18 @@ ucs_status_t raw_peer::open(size_t len)
         m_worker = NULL;
         return status;
     }
+    /* the peer's worker is sent replies too: every entry of its table of
+     * handlers set (UCX 1.13.1 reads an entry before checking its id) */
+    ucp_am_handler_param_t am = {};
+    am.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
+                    UCP_AM_HANDLER_PARAM_FIELD_CB;
+    for (unsigned id = 65536; id-- > 0;) {
+        am.id  = id;
+        status = ucp_worker_set_am_recv_handler(m_worker, &am);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
     map.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
                      UCP_MEM_MAP_PARAM_FIELD_LENGTH |
                      UCP_MEM_MAP_PARAM_FIELD_FLAGS;
