@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -396,6 +397,23 @@ ucs_status_t raw_peer::atomic(ucp_atomic_op_t op, uint64_t addr,
         *result = (size == 4) ? old32 : old;
     }
     return status;
+}
+
+std::string raw_peer::ep_info()
+{
+    char *text  = NULL;
+    size_t size = 0;
+    FILE *f;
+    std::string info;
+
+    if ((m_ep == NULL) || ((f = open_memstream(&text, &size)) == NULL)) {
+        return info;
+    }
+    ucp_ep_print_info(m_ep, f);
+    fclose(f);
+    info.assign(text, size);
+    free(text);
+    return info;
 }
 
 void raw_peer::progress_for(int ms)
