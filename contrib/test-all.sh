@@ -247,9 +247,9 @@ elif [ $sos_built -eq 1 ]; then
         [ "${sos_tls%+share}" = "$sos_tls" ] || sos_share=1
         sos_tls=${sos_tls%+share}
         # shellcheck disable=SC2086 # sos_tests: empty or one word
-        # over posix every process's atomics go over shared memory
-        sos_lane=
-        [ "${sos_tls%%,*}" != posix ] || sos_lane=posix/memory
+        # the provider's default: no process has a UCP atomic lane (its
+        # atomics go target-side, or in shared memory with MR_SHARE)
+        sos_lane=none
         UCX_TLS=$sos_tls ATOMICX_FI_PROVIDER_PATH=$sos_prov SOS_AMO_LANE=$sos_lane \
             FI_FIATOMIC_MR_SHARE=$sos_share \
             "$top/contrib/sos/run-sos.sh" "$sos_config" fiatomic "$sos_np" \

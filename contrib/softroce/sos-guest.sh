@@ -12,7 +12,9 @@
 # file system read-only). A run passes when run-sos.sh passes it against the
 # tcp;ofi_rxm reference and, in every test, each process printed a UCP
 # endpoint configuration with its AMO lane on atomicx/rxe0:1
-# (run-sos.sh's SOS_AMO_LANE).
+# (run-sos.sh's SOS_AMO_LANE): the provider asks UCP for atomics only with
+# FI_FIATOMIC_UCP_ONESIDED=1, which lets every peer reach the whole process
+# memory (fi_fiatomic(7)); the guest's peers are this run's own processes.
 # UCX ERROR / WARN lines are judged per test by run-sos.sh
 # (contrib/ucx-log-check.sh).
 set -uo pipefail
@@ -40,6 +42,7 @@ export "${load_env[@]}"
 export UCX_TLS=atomicx,tcp
 rc=0
 ATOMICX_FI_PROVIDER_PATH=$build/src/prov/fiatomic/.libs SOS_AMO_LANE=atomicx/rxe0:1 \
+    FI_FIATOMIC_UCP_ONESIDED=1 \
     "$here/../sos/run-sos.sh" "$config" fiatomic "$np" "$tests" || rc=1
 echo "$me: $([ $rc -eq 0 ] && echo "all passed" || echo FAILED)"
 exit $rc

@@ -22,7 +22,10 @@
 #   keep each test's output in, as <test>.log (else it is removed);
 #   SOS_AMO_LANE a UCP transport/device ("posix/memory",
 #   "atomicx/rxe0:1"): every process that connects must print an endpoint
-#   configuration with its AMO lane there (UCX_LOG_LEVEL=info is set).
+#   configuration with its AMO lane there (UCX_LOG_LEVEL=info is set);
+#   the provider's UCP context has AMO lanes only with
+#   FI_FIATOMIC_UCP_ONESIDED=1. "none": no process may print an AMO lane
+#   (the provider's default: no UCP atomics a peer could aim anywhere).
 # Each test's output is checked for UCX ERROR/WARN lines
 # (contrib/ucx-log-check.sh). Each run works in its own temporary directory (the test programs and the
 # build are only read), so runs may go side by side. Exit status: 0 when
@@ -164,9 +167,14 @@ if [ -n "${SOS_AMO_LANE:-}" ]; then
         fi
         judged_lanes=$((judged_lanes + 1))
         all=$(pids_of <<< "$cfg" | grep -c .)
-        on=$(grep -E " amo\(${SOS_AMO_LANE//./\\.}\)" <<< "$cfg" | pids_of | grep -c .)
+        if [ "$SOS_AMO_LANE" = none ]; then
+            # every process without one: "on" counts those
+            on=$((all - $(grep -E ' amo\(' <<< "$cfg" | pids_of | grep -c .)))
+        else
+            on=$(grep -E " amo\(${SOS_AMO_LANE//./\\.}\)" <<< "$cfg" | pids_of | grep -c .)
+        fi
         if [ "$on" -lt "$all" ]; then
-            echo "run-sos: $t: $on of the $all processes that connected printed an AMO lane on $SOS_AMO_LANE:"
+            echo "run-sos: $t: $on of the $all processes that connected printed an AMO lane on $SOS_AMO_LANE (none: printed none):"
             sed 's/^.*ep_cfg/    | ep_cfg/' <<< "$cfg" | sort | uniq -c | head -5
             lanes_bad=$((lanes_bad + 1))
         fi

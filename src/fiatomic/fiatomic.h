@@ -126,7 +126,19 @@ enum fiatomic_params_field {
     FIATOMIC_PARAM_FIELD_MAX_COUNT    = UCS_BIT(0), /**< max_count field */
     FIATOMIC_PARAM_FIELD_AM_ID        = UCS_BIT(1), /**< am_id field */
     FIATOMIC_PARAM_FIELD_MAX_INFLIGHT = UCS_BIT(2), /**< max_inflight field */
-    FIATOMIC_PARAM_FIELD_OP_TIMEOUT   = UCS_BIT(3)  /**< op_timeout field */
+    FIATOMIC_PARAM_FIELD_OP_TIMEOUT   = UCS_BIT(3), /**< op_timeout field */
+    FIATOMIC_PARAM_FIELD_FLAGS        = UCS_BIT(4)  /**< flags field */
+};
+
+enum fiatomic_params_flags {
+    /** The UCP context was created without UCP_FEATURE_RMA, AMO32 and
+     *  AMO64 (UCP has no query for a context's features): the context never
+     *  calls UCP's RMA or atomics (no native or CAS-loop strategy), memory
+     *  it exposes is not registered with UCP unless ALLOCATE asks it (then
+     *  only for peers that map it: the direct strategy), and its keys tell
+     *  initiators to send it no UCP atomics either. Every cell executes
+     *  target-side or direct. Needs UCP_FEATURE_AM. */
+    FIATOMIC_PARAM_FLAG_NO_ONESIDED = UCS_BIT(0)
 };
 
 typedef struct fiatomic_params {
@@ -165,6 +177,7 @@ typedef struct fiatomic_params {
                                fiatomic_cntr_wait) and when replies or
                                liveness probes complete in
                                ucp_worker_progress(). */
+    unsigned flags;       /**< FIATOMIC_PARAM_FLAG_*; default 0 */
 } fiatomic_params_t;
 
 #define FIATOMIC_MAX_COUNT_DEFAULT    4096
@@ -176,8 +189,12 @@ typedef struct fiatomic_params {
 
 /**
  * Bind a fiatomic context to a UCP worker. The UCP context must have been
- * created with UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 and UCP_FEATURE_RMA;
- * with UCP_FEATURE_AM too, the context executes target-side requests for the
+ * created with UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 and UCP_FEATURE_RMA,
+ * or with UCP_FEATURE_AM alone and FIATOMIC_PARAM_FLAG_NO_ONESIDED (UCP's
+ * software RMA and atomics, which such features register on every
+ * active-message lane, reach any address of the process: without them only
+ * the validated target-side execution and shared memory reach it); with
+ * UCP_FEATURE_AM too, the context executes target-side requests for the
  * memory it exposes and can send them (16/32-byte datatypes need this, and
  * over transports whose atomics are software atomics, such as tcp, it makes
  * every emulated cell one round trip).

@@ -169,6 +169,11 @@ FIATOMIC_API ucs_status_t fiatomic_create(ucp_context_h context,
         max_inflight = params->max_inflight;
     }
 
+    if ((params != NULL) && (params->field_mask & FIATOMIC_PARAM_FIELD_FLAGS) &&
+        (params->flags & ~FIATOMIC_PARAM_FLAG_NO_ONESIDED)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
     if ((params != NULL) && (params->field_mask & FIATOMIC_PARAM_FIELD_AM_ID)) {
         if (params->am_id >= UINT16_MAX) {
             return UCS_ERR_INVALID_PARAM;
@@ -218,6 +223,9 @@ FIATOMIC_API ucs_status_t fiatomic_create(ucp_context_h context,
     fia->max_count   = max_count;
     fia->max_inflight = max_inflight;
     fia->am_id       = am_id;
+    fia->onesided    = !((params != NULL) &&
+                         (params->field_mask & FIATOMIC_PARAM_FIELD_FLAGS) &&
+                         (params->flags & FIATOMIC_PARAM_FLAG_NO_ONESIDED));
     fiatomic_freelist_init(&fia->free_reqs, FIATOMIC_REQ_CACHE_MAX);
     fiatomic_freelist_init(&fia->free_replies, FIATOMIC_REPLY_CACHE_MAX);
     fiatomic_freelist_init(&fia->free_msgs, FIATOMIC_MSG_CACHE_MAX);

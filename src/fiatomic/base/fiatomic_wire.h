@@ -48,9 +48,13 @@ typedef struct fiatomic_key_hdr {
 #define FIATOMIC_KEY_F_WIDE_LOCKS 0x8 /* a lock table for 32-byte elements
                                          follows the state word (at
                                          FIATOMIC_WIDE_LOCKS_OFFSET) */
+#define FIATOMIC_KEY_F_NO_UCP_AMO 0x10 /* the exposing context has no UCP
+                                         atomics (NO_ONESIDED): target-side
+                                         or direct only */
 #define FIATOMIC_KEY_F_ALL     (FIATOMIC_KEY_F_TARGET | FIATOMIC_KEY_F_STATE | \
                                 FIATOMIC_KEY_F_NO_RKEY | \
-                                FIATOMIC_KEY_F_WIDE_LOCKS)
+                                FIATOMIC_KEY_F_WIDE_LOCKS | \
+                                FIATOMIC_KEY_F_NO_UCP_AMO)
 
 /* ------------------------------------------------------------------------ */
 /* Exposed memory that peers map                                             */

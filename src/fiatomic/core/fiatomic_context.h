@@ -84,6 +84,8 @@ struct fiatomic_context {
                                        AND/OR/XOR on shared memory and self
                                        are wrong (fiatomic_ucx_compat.c) */
     uint64_t            nonce;      /* random; in this context's keys */
+    bool                onesided;   /* UCP's RMA and atomics may be used
+                                       (not FIATOMIC_PARAM_FLAG_NO_ONESIDED) */
     unsigned            num_eps;    /* not yet freed (zombies included) */
     unsigned            num_mems;
     bool                destroyed;  /* fiatomic_destroy() was called: freed

@@ -172,6 +172,7 @@ static ucs_status_t fiatomic_rkey_unpack_locked(fiatomic_ep_h ep,
     fiatomic_ucx_ep_detect_lanes(ep);
     key->target_ok = ep->fia->am_enabled &&
                      (hdr.flags & FIATOMIC_KEY_F_TARGET);
+    key->no_ucp_amo = !!(hdr.flags & FIATOMIC_KEY_F_NO_UCP_AMO);
     status = fiatomic_handle_add(&ep->keys, key, key_p, NULL);
     if (status != UCS_OK) {
         fiatomic_key_rkey_destroy(key);

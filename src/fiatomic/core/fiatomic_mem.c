@@ -121,6 +121,11 @@ fiatomic_mem_expose(fiatomic_h fia, const fiatomic_mem_params_t *params,
         flags = params->flags;
     }
 
+    if (!fia->onesided && !(flags & FIATOMIC_MEM_FLAG_ALLOCATE)) {
+        /* no UCP registration a peer's one-sided access could use */
+        flags |= FIATOMIC_MEM_FLAG_TARGET_ONLY;
+    }
+
     if (!(flags & FIATOMIC_MEM_FLAG_ALLOCATE) &&
         (!(params->field_mask & FIATOMIC_MEM_PARAM_FIELD_ADDRESS) ||
          (params->address == NULL) ||
@@ -232,7 +237,8 @@ FIATOMIC_API ucs_status_t fiatomic_mem_pack_key(fiatomic_mem_h mem,
                     ((mem->state != NULL) ? FIATOMIC_KEY_F_STATE : 0) |
                     ((mem->memh == NULL) ? FIATOMIC_KEY_F_NO_RKEY : 0) |
                     ((mem->wide_locks != NULL) ?
-                     FIATOMIC_KEY_F_WIDE_LOCKS : 0);
+                     FIATOMIC_KEY_F_WIDE_LOCKS : 0) |
+                    (mem->fia->onesided ? 0 : FIATOMIC_KEY_F_NO_UCP_AMO);
     hdr.reserved  = 0;
     memcpy(key, &hdr, sizeof(hdr));
     if (rkey_buffer != NULL) {

@@ -226,8 +226,8 @@ bool fiatomic_ucx_amo_broken(fiatomic_ep_h ep, ucp_atomic_op_t op, bool fetch)
     bool bitwise = (op == UCP_ATOMIC_OP_AND) || (op == UCP_ATOMIC_OP_OR) ||
                    (op == UCP_ATOMIC_OP_XOR);
 
-    if (!ep->ucp_amo_ok) {
-        return true;
+    if (!ep->ucp_amo_ok || !ep->fia->onesided) {
+        return true; /* nor are they where the context has no such feature */
     }
     return ep->fia->ucp_sm_fetch_bitwise_broken && ep->sm_amo && bitwise &&
            fetch;

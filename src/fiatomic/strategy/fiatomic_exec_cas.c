@@ -46,6 +46,7 @@ static bool fiatomic_cas_usable(const fiatomic_ep_h ep,
                                 const fiatomic_cell_t *cell, uint64_t flags)
 {
     return fiatomic_cas_supports(cell) && (key->rkey != NULL) &&
+           !key->no_ucp_amo &&
            !fiatomic_ucx_amo_broken(ep, UCP_ATOMIC_OP_CSWAP, true);
 }
 

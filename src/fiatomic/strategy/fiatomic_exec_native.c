@@ -37,6 +37,7 @@ static bool fiatomic_native_usable(const fiatomic_ep_h ep,
                                    uint64_t flags)
 {
     return fiatomic_native_supports(cell) && (key->rkey != NULL) &&
+           !key->no_ucp_amo &&
            !fiatomic_ucx_amo_broken(ep, (ucp_atomic_op_t)cell->ucp_op,
                                     fiatomic_native_fetches(cell, flags));
 }

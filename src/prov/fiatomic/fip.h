@@ -15,7 +15,8 @@
  * peer domains, made on first use),
  * fip_key.c (the key service: a peer's 64-bit key resolved at its domain),
  * fip_progress.c (the progress thread of FI_PROGRESS_AUTO), fip_atomic.c
- * (the atomic calls and their completions), fip_rma.c (RMA), fip_msg.c
+ * (the atomic calls and their completions), fip_rma.c (RMA),
+ * fip_rma_wire.c (RMA's messages, checked at the target), fip_msg.c
  * (send and receive over UCP active messages, tag matching), fip_tagged.c
  * (the tagged calls over fip_msg.c), fip_ep_nosys.c (the transfer
  * calls not implemented), fip_nosys.c (the answers for what the provider
@@ -162,6 +163,9 @@ typedef struct fip_domain {
     pthread_t          progress_thread;
     int                progress_running;
     int                progress_stop; /* atomic */
+    /* RMA's pieces waiting for answers, and what the domain holds to
+     * answer peers' (fip_rma_wire.c) */
+    struct fip_rma_wire *rma_wire;
 } fip_domain_t;
 
 struct fip_mr {
@@ -449,6 +453,38 @@ extern struct fi_ops_tagged fip_tagged_ops;
 /** The active message id of a message (after the key service's). */
 #define FIP_AM_MSG           1012
 
+/* ---- RMA over validated messages (fip_rma_wire.c) ---------------------- */
+
+/** A piece's request to the target, and the target's answer. */
+#define FIP_AM_RMA_REQ       1018
+#define FIP_AM_RMA_REP       1019
+/** The most bytes one piece carries (fip_rma.c cuts longer ones). */
+#define FIP_RMA_PIECE_MAX    (1UL << 20)
+/** Pieces an initiator has waiting for answers from one peer, and answers
+ *  and rendezvous a target holds for one connection. */
+#define FIP_RMA_PEER_INFLIGHT 256
+/** Bytes a target holds for all its connections' answers and bounces. */
+#define FIP_RMA_HELD_MAX     (256UL << 20)
+/** How long a piece waits for its answer. */
+#define FIP_RMA_TIMEOUT_MS   30000
+
+int fip_rma_wire_init(fip_domain_t *domain);
+/** Free what is left (after the worker is destroyed). */
+void fip_rma_wire_cleanup(fip_domain_t *domain);
+/** Count `pieces` more waiting for `peer`'s answers: 0, or -FI_EAGAIN
+ *  beyond FIP_RMA_PEER_INFLIGHT; unreserve those not posted. Each posted
+ *  piece lets go of its count when it completes. */
+int fip_rma_wire_reserve(fip_peer_t *peer, size_t pieces);
+void fip_rma_wire_unreserve(fip_peer_t *peer, size_t pieces);
+/** Post one piece of `op` (reading: into lbuf) of len bytes (1 ..
+ *  FIP_RMA_PIECE_MAX) at the program's `key` and remote `addr`: two pieces
+ *  of op (the send and the answer) are started. 0, or -FI_ENOMEM (none). */
+int fip_rma_wire_post(fip_op_t *op, fip_peer_t *peer, int reading,
+                      void *lbuf, size_t len, uint64_t key, uint64_t addr);
+/** Fail the pieces past their deadline or of a failed peer (from
+ *  fip_domain_check_overdue). */
+void fip_rma_wire_check_overdue(fip_domain_t *domain);
+
 /** Post a send or a receive (fip_msg.c); `tagged`: a tagged one, with
  *  tag `tag` (a receive: matching the messages whose tag equals it in the
  *  bits not set in `ignore`). The flags are the call's (FI_INJECT,
@@ -696,6 +732,10 @@ fip_mr_t *fip_mr_lookup_locked(fip_domain_t *domain, uint64_t key);
 /** The provider's runtime parameters, defined once when libfabric loads
  *  it (fi_param_define: `fi_info -e` lists them). */
 void fip_params_define(void);
+/** FI_FIATOMIC_UCP_ONESIDED: the domain's UCP context asks for RMA and
+ *  atomics (UCP then serves every peer's one-sided access to any address
+ *  of the process); read by fip_domain.c. */
+#define FIP_UCP_ONESIDED_PARAM "ucp_onesided"
 /** Whether FI_FIATOMIC_MR_SHARE asks for shared registrations. */
 int fip_share_wanted(void);
 /** With the domain's mr_share: move the pages of [mr->addr, +length) into
@@ -835,6 +875,8 @@ struct fip_peer {
     fiatomic_ep_h      fep;
     uint64_t           msg_seq;     /* atomic: the next message's number */
     int                failed;      /* atomic: UCP reported the peer dead */
+    int                rma_inflight; /* atomic: RMA pieces waiting for
+                                        their answer (fip_rma_wire.c) */
     fip_rkey_t         *keys[FIP_PEER_KEY_BUCKETS]; /* under peer_lock */
     size_t             key_count;
 };

@@ -37,6 +37,7 @@ static void fip_domain_release(fip_domain_t *domain)
     if (domain->ucp_worker != NULL) {
         ucp_worker_destroy(domain->ucp_worker);
     }
+    fip_rma_wire_cleanup(domain);
     if (domain->ucp_context != NULL) {
         ucp_cleanup(domain->ucp_context);
     }
@@ -103,6 +104,7 @@ void fip_domain_check_overdue(fip_domain_t *domain)
         return; /* not yet, or another thread does it */
     }
     fiatomic_check_overdue(domain->fia);
+    fip_rma_wire_check_overdue(domain);
 }
 
 unsigned fip_domain_worker_progress(fip_domain_t *domain)
@@ -244,21 +246,44 @@ int fip_domain_am_handler_set(fip_domain_t *domain, unsigned id,
             UCS_OK) ? 0 : -FI_EOTHER;
 }
 
+/* FI_FIATOMIC_UCP_ONESIDED (default no) */
+static int fip_domain_onesided_wanted(void)
+{
+    int value = 0;
+
+    if (fi_param_get_bool(&fip_provider, FIP_UCP_ONESIDED_PARAM,
+                          &value) != 0) {
+        return 0;
+    }
+    return value != 0;
+}
+
 static int fip_domain_ucp_open(fip_domain_t *domain)
 {
     ucp_params_t ucp_params           = {0};
     ucp_worker_params_t worker_params = {0};
+    fiatomic_params_t fia_params      = {0};
     ucp_config_t *config;
     fip_ucx_env_t env;
     ucs_status_t status;
     int ret;
 
-    /* atomics, RMA, and active messages for libfiatomic's target-side
-     * cells */
+    /* Active messages only: with RMA or atomics UCP registers its software
+     * RMA and atomic handlers on every active-message lane, and they write,
+     * read and update whatever address a peer's message names. libfiatomic
+     * then executes every cell target-side (or direct in shared memory),
+     * and RMA goes over the provider's validated messages (fip_rma_wire.c).
+     * A site whose peers are all trusted may let them in (NIC atomics). */
     ucp_params.field_mask = UCP_PARAM_FIELD_FEATURES |
                             UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-    ucp_params.features   = UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 |
-                            UCP_FEATURE_RMA | UCP_FEATURE_AM;
+    ucp_params.features   = UCP_FEATURE_AM;
+    if (fip_domain_onesided_wanted()) {
+        ucp_params.features |= UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 |
+                               UCP_FEATURE_RMA;
+    } else {
+        fia_params.field_mask = FIATOMIC_PARAM_FIELD_FLAGS;
+        fia_params.flags      = FIATOMIC_PARAM_FLAG_NO_ONESIDED;
+    }
     ucp_params.mt_workers_shared = (domain->threading == FI_THREAD_SAFE);
     fip_ucx_env_begin(&env);
     ret = fip_ucx_config_read(domain->local, &config);
@@ -292,8 +317,8 @@ static int fip_domain_ucp_open(fip_domain_t *domain)
         return ret;
     }
 
-    status = fiatomic_create(domain->ucp_context, domain->ucp_worker, NULL,
-                             &domain->fia);
+    status = fiatomic_create(domain->ucp_context, domain->ucp_worker,
+                             &fia_params, &domain->fia);
     if (status != UCS_OK) {
         return fip_ucs_errno(status);
     }
@@ -310,6 +335,10 @@ static int fip_domain_ucp_open(fip_domain_t *domain)
         return ret;
     }
     ret = fip_msg_init(domain);
+    if (ret != 0) {
+        return ret;
+    }
+    ret = fip_rma_wire_init(domain);
     if (ret != 0) {
         return ret;
     }

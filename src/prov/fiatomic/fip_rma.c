@@ -1,15 +1,16 @@
 /**
  * RMA (fi_rma(3)): fi_write, fi_writev, fi_writemsg, fi_inject_write,
- * fi_read, fi_readv and fi_readmsg over ucp_put_nbx and ucp_get_nbx with
- * the UCP rkey the key service brought (fip_key.c), the remote range
- * checked against the region and its remote access first. An operation is
- * one UCP request per contiguous piece (up to 4 local and 4 remote iov
- * entries); it completes when the last piece has. A write completes only
- * after a flush of the peer's UCP endpoint that follows its pieces, so a
- * counter counts it once the data is at the target, unless it asks only
- * FI_INJECT_COMPLETE or FI_TRANSMIT_COMPLETE (in the call's flags, else in
- * the endpoint's op_flags): it then completes when UCP has sent it.
- * Injected data is copied into the operation first.
+ * fi_read, fi_readv and fi_readmsg over the provider's own messages
+ * (fip_rma_wire.c), which the target checks against its key table: the
+ * key is resolved first (fip_key.c, cached) so that a range outside the
+ * region, an access it lacks or a key the peer does not know is refused
+ * here already; the target checks again, authoritatively, what it may have
+ * closed since. An operation is one message per contiguous piece (up to 4
+ * local and 4 remote iov entries, pieces of at most FIP_RMA_PIECE_MAX
+ * bytes); it completes when the last piece's answer has come, so a write
+ * completes (and is counted) once its bytes are at the target, whatever
+ * completion level it asks (delivery complete, the strongest). Injected
+ * data is copied into the operation first.
  * Remote CQ data (fi_writedata, fi_inject_writedata) is not offered with
  * RMA (only messages carry it).
  */
@@ -23,19 +24,6 @@ static fip_ep_t *fip_rma_ep(struct fid_ep *ep_fid)
     return fip_container_of(ep_fid, fip_ep_t, ep_fid);
 }
 
-/* whether a write completes only at the target: asked, or no weaker level
- * named (a counter is then safe to quiet on, as SOS does) */
-static int fip_rma_delivery(const fip_ep_t *ep, uint64_t flags)
-{
-    const uint64_t weaker = FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE;
-    uint64_t level        = flags & (weaker | FI_DELIVERY_COMPLETE);
-
-    if (level == 0) {
-        level = ep->op_flags & (weaker | FI_DELIVERY_COMPLETE);
-    }
-    return (level == 0) || (level & FI_DELIVERY_COMPLETE);
-}
-
 static size_t fip_rma_iov_bytes(const struct iovec *iov, size_t count)
 {
     size_t total = 0;
@@ -47,15 +35,44 @@ static size_t fip_rma_iov_bytes(const struct iovec *iov, size_t count)
     return total;
 }
 
+/* the pieces the local and remote lists make together: one per overlap,
+ * cut at FIP_RMA_PIECE_MAX */
+static size_t fip_rma_piece_count(const struct fi_msg_rma *msg)
+{
+    size_t li = 0, loff = 0, ri = 0, roff = 0, pieces = 0;
+
+    while ((li < msg->iov_count) && (ri < msg->rma_iov_count)) {
+        size_t lrem = msg->msg_iov[li].iov_len - loff;
+        size_t rrem = msg->rma_iov[ri].len - roff;
+        size_t len  = (lrem < rrem) ? lrem : rrem;
+
+        if (len > FIP_RMA_PIECE_MAX) {
+            len = FIP_RMA_PIECE_MAX;
+        }
+        pieces += (len > 0);
+        loff   += len;
+        roff   += len;
+        if (loff == msg->msg_iov[li].iov_len) {
+            ++li;
+            loff = 0;
+        }
+        if (roff == msg->rma_iov[ri].len) {
+            ++ri;
+            roff = 0;
+        }
+    }
+    return pieces;
+}
+
 static ssize_t fip_rma_post(fip_ep_t *ep, const struct fi_msg_rma *msg,
                             uint64_t flags, int reading)
 {
     const uint64_t access = reading ? FI_REMOTE_READ : FI_REMOTE_WRITE;
-    ucp_request_param_t param = {0};
-    uint64_t raddr[FIP_IOV_LIMIT];
-    ucp_rkey_h rkey[FIP_IOV_LIMIT];
+    uint64_t raddr;
+    ucp_rkey_h rkey;
     size_t total, remote = 0, li = 0, loff = 0, ri, roff, n;
-    ucs_status_ptr_t sptr;
+    size_t pieces, posted = 0;
+    ucs_status_t nomem = UCS_ERR_NO_MEMORY, ok;
     fip_peer_t *peer;
     uint64_t fkey;
     fip_op_t *op;
@@ -95,16 +112,22 @@ static ssize_t fip_rma_post(fip_ep_t *ep, const struct fi_msg_rma *msg,
     for (ri = 0; ri < msg->rma_iov_count; ++ri) {
         ret = fip_peer_key(ep->domain, peer, msg->rma_iov[ri].key,
                            msg->rma_iov[ri].addr, msg->rma_iov[ri].len,
-                           access, &fkey, &raddr[ri], &rkey[ri]);
+                           access, &fkey, &raddr, &rkey);
         if (ret != 0) {
             return ret;
         }
     }
 
+    pieces = fip_rma_piece_count(msg);
+    ret    = fip_rma_wire_reserve(peer, pieces);
+    if (ret != 0) {
+        return ret;
+    }
     op = fip_op_alloc(ep, reading, msg->context, flags,
                       FI_RMA | (reading ? FI_READ : FI_WRITE), NULL,
                       (flags & FI_INJECT) ? total : 0);
     if (op == NULL) {
+        fip_rma_wire_unreserve(peer, pieces);
         return -FI_ENOMEM;
     }
     op->pending = 1; /* held while posting */
@@ -119,11 +142,6 @@ static ssize_t fip_rma_post(fip_ep_t *ep, const struct fi_msg_rma *msg,
         }
     }
 
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                         UCP_OP_ATTR_FIELD_USER_DATA;
-    param.cb.send      = fip_op_piece_cb;
-    param.user_data    = op;
-
     /* walk the local and remote lists together, one piece per overlap */
     li = loff = ri = roff = 0;
     n  = 0;
@@ -135,14 +153,20 @@ static ssize_t fip_rma_post(fip_ep_t *ep, const struct fi_msg_rma *msg,
         char *lbuf  = (flags & FI_INJECT) ? (char*)(op + 1) + n :
                       (char*)msg->msg_iov[li].iov_base + loff;
 
+        if (len > FIP_RMA_PIECE_MAX) {
+            len = FIP_RMA_PIECE_MAX;
+        }
         if (len > 0) {
-            fip_op_piece_starting(op);
-            sptr = reading ?
-                   ucp_get_nbx(peer->ucp_ep, lbuf, len, raddr[ri] + roff,
-                               rkey[ri], &param) :
-                   ucp_put_nbx(peer->ucp_ep, lbuf, len, raddr[ri] + roff,
-                               rkey[ri], &param);
-            fip_op_piece_started(op, sptr);
+            if (fip_rma_wire_post(op, peer, reading, lbuf, len,
+                                  msg->rma_iov[ri].key,
+                                  msg->rma_iov[ri].addr + roff) != 0) {
+                ok = UCS_OK;
+                __atomic_compare_exchange_n(&op->status, &ok, nomem, 0,
+                                            __ATOMIC_ACQ_REL,
+                                            __ATOMIC_ACQUIRE);
+                break;
+            }
+            ++posted;
         }
         n    += len;
         loff += len;
@@ -156,6 +180,8 @@ static ssize_t fip_rma_post(fip_ep_t *ep, const struct fi_msg_rma *msg,
             roff = 0;
         }
     }
+    /* the pieces never posted wait for nothing */
+    fip_rma_wire_unreserve(peer, pieces - posted);
 
     failed_at_once = (__atomic_load_n(&op->status, __ATOMIC_ACQUIRE) !=
                       UCS_OK) &&
@@ -165,12 +191,6 @@ static ssize_t fip_rma_post(fip_ep_t *ep, const struct fi_msg_rma *msg,
         ret = fiatomic_status_to_fi_errno(op->status);
         fip_op_cancel(op);
         return (ret != 0) ? ret : -FI_EIO;
-    }
-    if (!reading && fip_rma_delivery(ep, flags) &&
-        (__atomic_load_n(&op->status, __ATOMIC_ACQUIRE) == UCS_OK)) {
-        /* the pieces are at the target once a flush after them is */
-        fip_op_piece_starting(op);
-        fip_op_piece_started(op, ucp_ep_flush_nbx(peer->ucp_ep, &param));
     }
     fip_op_piece_done(op, UCS_OK);
     return 0;

@@ -78,6 +78,14 @@ void fip_params_define(void)
                           "own address, so that same-host peers map it and "
                           "execute atomics with CPU instructions "
                           "(default: no)");
+    (void)fi_param_define(&fip_provider, FIP_UCP_ONESIDED_PARAM,
+                          FI_PARAM_BOOL,
+                          "Let UCP's one-sided RMA and atomics in (its "
+                          "RMA and AMO features), for NIC atomics: then "
+                          "every peer that can connect reaches the whole "
+                          "process memory, registered or not, with any "
+                          "key; only for sites whose peers are all "
+                          "trusted (default: no)");
 }
 
 int fip_share_wanted(void)

@@ -238,6 +238,61 @@ TEST_P(rma2p, bad_input_reaches_no_memory)
     EXPECT_EQ(mark, m_peer.get(0, peer_region_len));
 }
 
+/* The error entry of the one operation posted with `context`, waited for
+ * (bounded): its err, or 0 if none came. */
+static int rma_error_of(struct fid_cq *cq, void *context)
+{
+    struct fi_cq_err_entry err = {};
+    struct fi_cq_data_entry e;
+
+    for (int i = 0; i < peer_wait_ms; ++i) {
+        ssize_t n = fi_cq_read(cq, &e, 1);
+
+        if (n == -FI_EAVAIL) {
+            if (fi_cq_readerr(cq, &err, 0) != 1) {
+                return 0;
+            }
+            return (err.op_context == context) ? err.err : 0;
+        }
+        if (n == 1) {
+            return 0; /* a success */
+        }
+        usleep(1000);
+    }
+    return 0;
+}
+
+/* A key this process resolved and cached, used after the peer closed its
+ * region: the target refuses the write and the read (their completions
+ * carry FI_ENOKEY, counted as errors), and the region's bytes stay. */
+TEST_P(rma2p, closed_region_is_refused_with_a_cached_key)
+{
+    std::vector<uint8_t> mark(64, 0x5a), buf(8, 0x77), got(8, 0xee);
+    const uint64_t old_key = m_peer.key;
+
+    write_one(FORM_PLAIN, 0, 8, 1); /* the key is cached now */
+    ASSERT_FALSE(HasFatalFailure());
+    const uint64_t new_key = m_peer.replace_region();
+    ASSERT_NE(0u, new_key);
+    ASSERT_NE(old_key, new_key);
+    m_peer.set(0, mark);
+
+    ASSERT_EQ(0, fi_write(m_o.ep, buf.data(), 8, NULL, m_dest, m_peer.base,
+                          old_key, &buf));
+    EXPECT_EQ(FI_ENOKEY, rma_error_of(m_o.cq, &buf));
+    ASSERT_EQ(0, fi_read(m_o.ep, got.data(), 8, NULL, m_dest, m_peer.base,
+                         old_key, &got));
+    EXPECT_EQ(FI_ENOKEY, rma_error_of(m_o.cq, &got));
+    EXPECT_EQ(std::vector<uint8_t>(8, 0xee), got);
+    EXPECT_EQ(1u, fi_cntr_readerr(m_o.wcntr));
+    EXPECT_EQ(1u, fi_cntr_readerr(m_o.rcntr));
+    EXPECT_EQ(mark, m_peer.get(0, mark.size()));
+
+    /* the positive control: the same write with the new key lands */
+    m_peer.key = new_key;
+    write_one(FORM_PLAIN, 0, 8, 9);
+}
+
 } // namespace
 
 INSTANTIATE_TEST_SUITE_P(tls, rma2p, testing::ValuesIn(peer_params),
