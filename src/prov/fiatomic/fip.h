@@ -715,6 +715,9 @@ void fip_domain_check_overdue(fip_domain_t *domain);
  *  domain as its argument (the key service, messages, the close message). */
 int fip_domain_am_handler_set(fip_domain_t *domain, unsigned id,
                               ucp_am_recv_callback_t cb);
+/** Set every entry of the worker's table of active message handlers (no
+ *  callback) where UCX needs it (fip_am_table.c); before any handler. */
+int fip_am_table_fill(ucp_worker_h worker);
 
 int fip_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
                   struct fid_cntr **cntr_p, void *context);

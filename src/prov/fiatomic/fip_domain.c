@@ -311,6 +311,11 @@ static int fip_domain_ucp_open(fip_domain_t *domain)
     if (status != UCS_OK) {
         return fip_ucs_errno(status);
     }
+    /* before anyone's handlers: filling sets every id's */
+    ret = fip_am_table_fill(domain->ucp_worker);
+    if (ret != 0) {
+        return ret;
+    }
 
     status = fiatomic_create(domain->ucp_context, domain->ucp_worker,
                              &fia_params, &domain->fia);

@@ -1,10 +1,12 @@
 /**
  * The domain's UCP listener: the place its endpoints' addresses name
- * (fip_addr.c). Started when the domain's first endpoint opens, on every
- * IPv4 interface with a port the system picks; the address handed out names
- * the host's first non-loopback IPv4 interface that is up (127.0.0.1 when
- * it has none). Peers connect with ucp_ep_create(sockaddr) on first use
- * (fip_peer.c), which accepts them.
+ * (fip_addr.c). Started when the domain's first endpoint opens, with a
+ * port the system picks, on the address handed out alone: the host's first
+ * non-loopback IPv4 interface that is up (127.0.0.1 when it has none). No
+ * other interface takes connections (peers learn only that address; a
+ * listener on all of them would take connections from networks the
+ * program never meant to serve). Peers connect with
+ * ucp_ep_create(sockaddr) on first use (fip_peer.c), which accepts them.
  */
 #include "fip.h"
 
@@ -43,19 +45,21 @@ int fip_listen_start(fip_domain_t *domain)
 {
     ucp_listener_params_t params = {0};
     ucp_listener_attr_t attr     = {0};
-    struct sockaddr_in any       = {0};
+    struct sockaddr_in bound     = {0};
+    uint32_t ipv4;
     ucs_status_t status;
 
     /* under domain->lock */
     if (domain->ucp_listener != NULL) {
         return 0;
     }
-    any.sin_family             = AF_INET;
-    any.sin_addr.s_addr        = htonl(INADDR_ANY);
+    ipv4                       = fip_listen_host_ipv4();
+    bound.sin_family           = AF_INET;
+    bound.sin_addr.s_addr      = htonl(ipv4);
     params.field_mask          = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
                                  UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
-    params.sockaddr.addr       = (const struct sockaddr*)&any;
-    params.sockaddr.addrlen    = sizeof(any);
+    params.sockaddr.addr       = (const struct sockaddr*)&bound;
+    params.sockaddr.addrlen    = sizeof(bound);
     params.conn_handler.cb     = fip_listen_conn;
     params.conn_handler.arg    = domain;
     status = ucp_listener_create(domain->ucp_worker, &params,
@@ -74,7 +78,7 @@ int fip_listen_start(fip_domain_t *domain)
     }
     domain->listen_port =
         ntohs(((struct sockaddr_in*)&attr.sockaddr)->sin_port);
-    domain->listen_ipv4 = fip_listen_host_ipv4();
+    domain->listen_ipv4 = ipv4;
     return 0;
 }
 

@@ -14,6 +14,12 @@
  * after ucp_worker_create and cleared then (UCX reports the UCX_ variables
  * no transport used: one set for a transport not in UCX_TLS would be
  * reported, hence the test of UCX_TLS).
+ *
+ * tcp's zero-copy PUT is turned off the same way (UCX_TCP_PUT_ENABLE=n,
+ * unless the user set it): UCT's tcp transport writes a PUT request's data
+ * at whatever address the request names, with no check, whatever the UCP
+ * context asked for, and its interface offers PUT to every peer while the
+ * setting is on. The provider never uses it (its RMA is its own protocol).
  */
 #include "fip.h"
 
@@ -25,11 +31,14 @@ typedef struct {
     const char *tl;       /* as UCX_TLS names it */
     const char *name;     /* ucp_config_modify's name */
     const char *env;      /* the environment's name */
-} fip_ucx_shm_tl_t;
+    const char *value;
+    int        shm;       /* UCX_TLS's shared-memory aliases take it in */
+} fip_ucx_tl_setting_t;
 
-static const fip_ucx_shm_tl_t fip_ucx_shm_tls[] = {
-    {"posix", "POSIX_ERROR_HANDLING", "UCX_POSIX_ERROR_HANDLING"},
-    {"sysv",  "SYSV_ERROR_HANDLING",  "UCX_SYSV_ERROR_HANDLING"}
+static const fip_ucx_tl_setting_t fip_ucx_tl_settings[] = {
+    {"posix", "POSIX_ERROR_HANDLING", "UCX_POSIX_ERROR_HANDLING", "y", 1},
+    {"sysv",  "SYSV_ERROR_HANDLING",  "UCX_SYSV_ERROR_HANDLING",  "y", 1},
+    {"tcp",   "TCP_PUT_ENABLE",       "UCX_TCP_PUT_ENABLE",       "n", 0}
 };
 
 /* UCX_TLS's names that take in every shared-memory transport */
@@ -41,8 +50,8 @@ static int fip_ucx_tls_token_is(const char *tok, size_t len, const char *name)
 }
 
 /* whether UCX_TLS (a comma-separated list, "^" first: all but those)
- * lets the context use transport `tl` */
-static int fip_ucx_tls_names(const char *tls, const char *tl)
+ * lets the context use transport `tl` (a shared-memory one: `shm`) */
+static int fip_ucx_tls_names(const char *tls, const char *tl, int shm)
 {
     const char *tok, *end;
     int negate, named = 0;
@@ -57,8 +66,9 @@ static int fip_ucx_tls_names(const char *tls, const char *tl)
         end = (end != NULL) ? end : tok + strlen(tok);
         len = end - tok;
         named |= fip_ucx_tls_token_is(tok, len, tl);
-        for (i = 0; i < sizeof(fip_ucx_shm_aliases) /
-                        sizeof(fip_ucx_shm_aliases[0]); ++i) {
+        /* "all" (the first) takes in every transport */
+        for (i = 0; i < (shm ? sizeof(fip_ucx_shm_aliases) /
+                               sizeof(fip_ucx_shm_aliases[0]) : 1); ++i) {
             /* "^sm" leaves shared memory out, as "sm" takes it in */
             named |= fip_ucx_tls_token_is(tok, len, fip_ucx_shm_aliases[i]) &&
                      (!negate || (i > 0));
@@ -88,12 +98,14 @@ void fip_ucx_env_begin(fip_ucx_env_t *env)
     if (fip_ucx_modify_works()) {
         return;
     }
-    for (i = 0; i < sizeof(fip_ucx_shm_tls) / sizeof(fip_ucx_shm_tls[0]);
+    for (i = 0; i < sizeof(fip_ucx_tl_settings) / sizeof(fip_ucx_tl_settings[0]);
          ++i) {
         /* a value the user set stays */
-        if (fip_ucx_tls_names(tls, fip_ucx_shm_tls[i].tl) &&
-            (getenv(fip_ucx_shm_tls[i].env) == NULL) &&
-            (setenv(fip_ucx_shm_tls[i].env, "y", 0) == 0)) {
+        if (fip_ucx_tls_names(tls, fip_ucx_tl_settings[i].tl,
+                              fip_ucx_tl_settings[i].shm) &&
+            (getenv(fip_ucx_tl_settings[i].env) == NULL) &&
+            (setenv(fip_ucx_tl_settings[i].env, fip_ucx_tl_settings[i].value,
+                    0) == 0)) {
             env->set |= 1u << i;
         }
     }
@@ -107,10 +119,10 @@ void fip_ucx_env_end(fip_ucx_env_t *env)
 {
     size_t i;
 
-    for (i = 0; i < sizeof(fip_ucx_shm_tls) / sizeof(fip_ucx_shm_tls[0]);
+    for (i = 0; i < sizeof(fip_ucx_tl_settings) / sizeof(fip_ucx_tl_settings[0]);
          ++i) {
         if (env->set & (1u << i)) {
-            (void)unsetenv(fip_ucx_shm_tls[i].env);
+            (void)unsetenv(fip_ucx_tl_settings[i].env);
         }
     }
     env->set = 0;
@@ -139,11 +151,13 @@ int fip_ucx_config_read(int local, ucp_config_t **config_p)
                fiatomic_status_to_fi_errno(status) : -FI_EOTHER;
     }
     if (fip_ucx_modify_works()) {
-        for (i = 0; i < sizeof(fip_ucx_shm_tls) / sizeof(fip_ucx_shm_tls[0]);
+        for (i = 0; i < sizeof(fip_ucx_tl_settings) / sizeof(fip_ucx_tl_settings[0]);
              ++i) {
-            if (fip_ucx_tls_names(tls, fip_ucx_shm_tls[i].tl) &&
-                (getenv(fip_ucx_shm_tls[i].env) == NULL)) {
-                (void)ucp_config_modify(config, fip_ucx_shm_tls[i].name, "y");
+            if (fip_ucx_tls_names(tls, fip_ucx_tl_settings[i].tl,
+                                  fip_ucx_tl_settings[i].shm) &&
+                (getenv(fip_ucx_tl_settings[i].env) == NULL)) {
+                (void)ucp_config_modify(config, fip_ucx_tl_settings[i].name,
+                                        fip_ucx_tl_settings[i].value);
             }
         }
     }
