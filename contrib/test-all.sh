@@ -193,6 +193,9 @@ step "fuzzing the target-side request decoder (libFuzzer, 60 s)"
 step "fuzzing a live target through UCP (libFuzzer, 30 s tcp + 30 s posix)"
 "$top/test/fuzz/run-ucp.sh" 60 2>&1 | tee -a "$logdir/all-tests.log" || step_failed
 
+step "fuzzing the fiatomic provider's message handlers through UCP (libFuzzer, 30 s tcp + 30 s posix)"
+"$top/test/fuzz/run-prov.sh" 60 2>&1 | tee -a "$logdir/all-tests.log" || step_failed
+
 if [ -x "$top/contrib/softroce/test-guest.sh" ]; then
     # libfiatomic over atomicx (fiatomic-guest.sh) in the same boot
     step "atomicx on soft-RoCE, libfiatomic over it (qemu guest)"

@@ -47,7 +47,7 @@ namespace fiprov_test {
 namespace {
 
 /* "kind,in,out,progress,prov_keys": this process is a hostile test's
- * target (kind: prov, ucp_rma or ucp_am) */
+ * target (kind: prov, a provider domain; ucp, a plain UCP worker) */
 const char target_env[] = "FIPROV_HOSTILE_TARGET";
 
 /* The target's memory: areas of this size, page aligned, side by side. */
@@ -288,9 +288,9 @@ int target_prov(uint8_t *mem, int in, int out, int progress, int prov_keys)
     return ret;
 }
 
-/* A plain UCP target: its context asks active messages and, for kind
- * ucp_rma, RMA and atomics; all its memory mapped, the rkey packed. */
-int target_ucp(uint8_t *mem, int in, int out, bool rma)
+/* A plain UCP target: its context asks active messages, RMA and atomics
+ * (as the provider's did); all its memory mapped, the rkey packed. */
+int target_ucp(uint8_t *mem, int in, int out)
 {
     ucp_params_t params               = {};
     ucp_worker_params_t worker_params = {};
@@ -307,9 +307,8 @@ int target_ucp(uint8_t *mem, int in, int out, bool rma)
     int ret;
 
     params.field_mask = UCP_PARAM_FIELD_FEATURES;
-    params.features   = UCP_FEATURE_AM |
-                        (rma ? (UCP_FEATURE_RMA | UCP_FEATURE_AMO32 |
-                                UCP_FEATURE_AMO64) : 0);
+    params.features   = UCP_FEATURE_AM | UCP_FEATURE_RMA |
+                        UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64;
     worker_params.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     worker_params.thread_mode = UCS_THREAD_MODE_SINGLE;
     map.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
@@ -362,7 +361,10 @@ int target_main(const char *spec)
     if (strcmp(kind, "prov") == 0) {
         return target_prov((uint8_t*)mem, in, out, progress, prov_keys);
     }
-    return target_ucp((uint8_t*)mem, in, out, strcmp(kind, "ucp_rma") == 0);
+    if (strcmp(kind, "ucp") == 0) {
+        return target_ucp((uint8_t*)mem, in, out);
+    }
+    return 2;
 }
 
 /* Before main(): a target does its work and exits. */
@@ -507,14 +509,13 @@ std::vector<size_t> changed_per_area(const std::vector<uint8_t> &now)
     return changed;
 }
 
-/* An rkey byte string that names no memory domain (UCP's packed form: a
- * zero memory domain map, host memory), and one of random bytes */
+/* A forged rkey byte string that names no memory domain (UCP's packed
+ * form: a zero memory domain map, host memory); the raw peer's own packed
+ * rkey over tcp names tcp's, whose rkeys are empty (anyone's will do). */
 const std::vector<uint8_t> zero_rkey(32, 0);
 
 /* The attack families on one address. */
 enum attack_family { ATTACK_PUT, ATTACK_GET, ATTACK_AMO };
-
-const ucs_status_t timed_out = UCS_ERR_TIMED_OUT;
 
 struct rma_attack {
     uint64_t addr;
@@ -943,7 +944,7 @@ protected:
 
 TEST_P(hostile_control, rma_put_reaches_memory)
 {
-    start("ucp_rma");
+    start("ucp");
     ASSERT_FALSE(HasFatalFailure());
     attack(ATTACK_PUT, rma_targets(false), {m_raw.own_rkey(), zero_rkey});
     expect_all_changed();
@@ -951,7 +952,7 @@ TEST_P(hostile_control, rma_put_reaches_memory)
 
 TEST_P(hostile_control, rma_get_reads_memory)
 {
-    start("ucp_rma");
+    start("ucp");
     ASSERT_FALSE(HasFatalFailure());
     memset(m_raw.buffer(), 0xc3, m_raw.buffer_len());
     ASSERT_EQ(UCS_OK, m_raw.get(m_target.hello.vaddr[AREA_NEVER] + 64,
@@ -964,7 +965,7 @@ TEST_P(hostile_control, rma_get_reads_memory)
 
 TEST_P(hostile_control, rma_atomics_reach_memory)
 {
-    start("ucp_rma");
+    start("ucp");
     ASSERT_FALSE(HasFatalFailure());
     attack(ATTACK_AMO, rma_targets(false), {m_raw.own_rkey(), zero_rkey});
     expect_all_changed();
