@@ -233,7 +233,22 @@ enum fiatomic_mem_flags {
      *  allocates it (zeroed). With FIATOMIC_STRATEGY forcing another
      *  strategy, no cell is supported on its keys. See README,
      *  "Security". */
-    FIATOMIC_MEM_FLAG_TARGET_ONLY = UCS_BIT(1)
+    FIATOMIC_MEM_FLAG_TARGET_ONLY = UCS_BIT(1),
+    /** Peers may not read the memory: operations that return data (the
+     *  fetch and compare families, FI_ATOMIC_READ among them) are refused.
+     *  An atomic reads when it returns data and writes when it may update
+     *  the target (every op but FI_ATOMIC_READ). Memory with either
+     *  NO_REMOTE_* flag is exposed as with FIATOMIC_MEM_FLAG_TARGET_ONLY
+     *  (a UCP rkey would grant peers both accesses): no rkey, every cell
+     *  through the target-side execution, which refuses a request that
+     *  needs an access the memory lacks, changes nothing and answers
+     *  UCS_ERR_REJECTED. Its packed key carries the restriction, so the
+     *  initiator refuses such an operation (UCS_ERR_REJECTED) before
+     *  anything is sent. Default: peers may read and write. */
+    FIATOMIC_MEM_FLAG_NO_REMOTE_READ  = UCS_BIT(2),
+    /** Peers may not write the memory: every operation but FI_ATOMIC_READ
+     *  is refused (as NO_REMOTE_READ describes). */
+    FIATOMIC_MEM_FLAG_NO_REMOTE_WRITE = UCS_BIT(3)
 };
 
 typedef struct fiatomic_mem_params {
@@ -243,7 +258,8 @@ typedef struct fiatomic_mem_params {
     unsigned flags;      /**< FIATOMIC_MEM_FLAG_* */
 } fiatomic_mem_params_t;
 
-/** Expose memory for remote atomics (read/write/atomic access). */
+/** Expose memory for remote atomics: peers may read and write it unless
+ *  FIATOMIC_MEM_FLAG_NO_REMOTE_READ / NO_REMOTE_WRITE restrict them. */
 ucs_status_t fiatomic_mem_expose(fiatomic_h fia,
                                  const fiatomic_mem_params_t *params,
                                  fiatomic_mem_h *mem_p);

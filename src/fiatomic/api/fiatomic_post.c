@@ -73,11 +73,13 @@ fiatomic_ioc_total(const struct fi_ioc *iov, size_t count,
     return UCS_OK;
 }
 
-/* Every remote segment: a known key, inside the exposed range, aligned. */
+/* Every remote segment: a known key, inside the exposed range, aligned,
+ * with the accesses the operation needs. */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 fiatomic_rma_check(fiatomic_ep_h ep, fiatomic_call_t *call, size_t *total_p)
 {
     const fiatomic_cell_t *cell = call->cell;
+    uint32_t needed = fiatomic_access_needed(call->family, call->op);
     const struct fi_rma_ioc *rma;
     fiatomic_rkey_t *key;
     size_t total = 0, i;
@@ -101,6 +103,9 @@ fiatomic_rma_check(fiatomic_ep_h ep, fiatomic_call_t *call, size_t *total_p)
         if ((offset > key->length) ||
             (rma->count > (key->length - offset) / cell->size)) {
             return UCS_ERR_INVALID_PARAM; /* beyond the exposed range */
+        }
+        if (key->denied & needed) {
+            return UCS_ERR_REJECTED; /* memory exposed without the access */
         }
         if (total + rma->count < total) {
             return UCS_ERR_INVALID_PARAM;
@@ -643,8 +648,9 @@ fiatomic_one_direct(fiatomic_ep_h ep, const fiatomic_cell_t *cell,
     /* the key: known; the region table of this context's own memory is out
      * of the fast instance's reach */
     key = fiatomic_ep_key_lookup(ep, key_id);
-    if (ucs_unlikely(key == NULL)) {
-        return FIATOMIC_ONE_GENERAL;
+    if (ucs_unlikely((key == NULL) ||
+                     (key->denied & fiatomic_access_needed(family, op)))) {
+        return FIATOMIC_ONE_GENERAL; /* which refuses what is denied */
     } else if (!slow && ucs_unlikely(key->same_context)) {
         return FIATOMIC_ONE_SLOW;
     }

@@ -32,7 +32,9 @@ static const struct {
     {UCS_ERR_TIMED_OUT,          FI_ETIMEDOUT},
     {UCS_ERR_EXCEEDS_LIMIT,      FI_EMSGSIZE},
     {UCS_ERR_UNSUPPORTED,        FI_EOPNOTSUPP},
-    {UCS_ERR_REJECTED,           FI_ECONNREFUSED},
+    /* the memory does not grant the access (and a peer that refused the
+     * connection): fi_mr(3)'s refusal of an access not registered */
+    {UCS_ERR_REJECTED,           FI_EACCES},
     {UCS_ERR_NOT_CONNECTED,      FI_ENOTCONN},
     {UCS_ERR_CONNECTION_RESET,   FI_ECONNRESET},
     {UCS_ERR_ENDPOINT_TIMEOUT,   FI_ETIMEDOUT}

@@ -51,10 +51,16 @@ typedef struct fiatomic_key_hdr {
 #define FIATOMIC_KEY_F_NO_UCP_AMO 0x10 /* the exposing context has no UCP
                                          atomics (NO_ONESIDED): target-side
                                          or direct only */
+#define FIATOMIC_KEY_F_NO_READ  0x20 /* peers may not read the memory
+                                        (target-only memory) */
+#define FIATOMIC_KEY_F_NO_WRITE 0x40 /* peers may not write it (likewise) */
+#define FIATOMIC_KEY_F_DENY    (FIATOMIC_KEY_F_NO_READ | \
+                                FIATOMIC_KEY_F_NO_WRITE)
 #define FIATOMIC_KEY_F_ALL     (FIATOMIC_KEY_F_TARGET | FIATOMIC_KEY_F_STATE | \
                                 FIATOMIC_KEY_F_NO_RKEY | \
                                 FIATOMIC_KEY_F_WIDE_LOCKS | \
-                                FIATOMIC_KEY_F_NO_UCP_AMO)
+                                FIATOMIC_KEY_F_NO_UCP_AMO | \
+                                FIATOMIC_KEY_F_DENY)
 
 /* ------------------------------------------------------------------------ */
 /* Exposed memory that peers map                                             */

@@ -69,6 +69,14 @@ static ucs_status_t fiatomic_key_hdr_check(fiatomic_h fia,
         return UCS_ERR_INVALID_PARAM;
     }
 
+    if ((hdr->flags & FIATOMIC_KEY_F_DENY) &&
+        !(hdr->flags & FIATOMIC_KEY_F_NO_RKEY)) {
+        /* a UCP rkey grants both accesses: restricted memory has none */
+        ucs_diag("fiatomic: key restricting access (flags 0x%x) with a UCP "
+                 "rkey", hdr->flags);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
     if ((hdr->flags & FIATOMIC_KEY_F_STATE) &&
         (hdr->address + FIATOMIC_STATE_OFFSET(hdr->length) +
          sizeof(uint64_t) < hdr->address)) {
@@ -105,6 +113,7 @@ static ucs_status_t fiatomic_rkey_unpack_locked(fiatomic_ep_h ep,
     fiatomic_key_hdr_t hdr;
     fiatomic_rkey_t *key;
     ucs_status_t status;
+    fiatomic_mem_h mem;
     void *ptr;
 
     if ((ep == NULL) || ep->destroyed || (key_buffer == NULL) ||
@@ -143,15 +152,19 @@ static ucs_status_t fiatomic_rkey_unpack_locked(fiatomic_ep_h ep,
     key->length  = hdr.length;
     key->region  = hdr.region;
     key->token   = hdr.token;
+    /* the target refuses what the memory does not grant; refusing it here
+     * too spares the round trip */
+    key->denied  = hdr.flags & FIATOMIC_KEY_F_DENY;
     if (hdr.nonce == ep->fia->nonce) {
         /* Exposed by this very context (checked against the live region by
-         * fiatomic_key_hdr_check): the address is ours. */
+         * fiatomic_key_hdr_check): the address is ours, and so are its
+         * accesses (operations on it execute here, unchecked by a target). */
+        mem = fiatomic_region_find(&ep->fia->regions, hdr.region, hdr.token,
+                                   hdr.address, hdr.length);
         key->local_base   = (uint8_t*)(uintptr_t)hdr.address;
         key->same_context = true;
-        key->wide_locks   = fiatomic_region_find(&ep->fia->regions,
-                                                 hdr.region, hdr.token,
-                                                 hdr.address,
-                                                 hdr.length)->wide_locks;
+        key->wide_locks   = mem->wide_locks;
+        key->denied       = mem->region.denied;
     } else if ((key->rkey != NULL) &&
                (ucp_rkey_ptr(key->rkey, hdr.address, &ptr) == UCS_OK)) {
         key->local_base = ptr; /* shared memory mapped into this process */

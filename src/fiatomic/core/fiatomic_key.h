@@ -19,6 +19,8 @@ struct fiatomic_rkey {
     bool       target_ok;    /* target-side requests can be sent */
     bool       no_ucp_amo;   /* the exposing context has no UCP atomics:
                                 they would never complete there */
+    uint32_t   denied;       /* FIATOMIC_KEY_F_NO_READ / NO_WRITE: the
+                                accesses the memory does not grant */
     uint64_t   region;       /* the region's handle and token at the */
     uint64_t   token;        /* target (target-side requests name both) */
     const uint64_t *state;   /* the mapped state word, or NULL */

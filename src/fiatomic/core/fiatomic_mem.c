@@ -6,7 +6,9 @@
  * range, the exposing context's nonce, the region's handle and token, flags)
  * followed by UCP's rkey buffer (none for target-only memory). Carrying the
  * range lets the initiator refuse an out-of-range or misaligned element
- * before anything is sent.
+ * before anything is sent, and carrying the accesses peers lack
+ * (FIATOMIC_MEM_FLAG_NO_REMOTE_*, which make the memory target-only) an
+ * operation that needs one.
  */
 #include "cell/fiatomic_cpu.h"
 #include "core/fiatomic_context.h"
@@ -115,7 +117,9 @@ fiatomic_mem_expose(fiatomic_h fia, const fiatomic_mem_params_t *params,
 
     if (params->field_mask & FIATOMIC_MEM_PARAM_FIELD_FLAGS) {
         if (params->flags & ~(FIATOMIC_MEM_FLAG_ALLOCATE |
-                              FIATOMIC_MEM_FLAG_TARGET_ONLY)) {
+                              FIATOMIC_MEM_FLAG_TARGET_ONLY |
+                              FIATOMIC_MEM_FLAG_NO_REMOTE_READ |
+                              FIATOMIC_MEM_FLAG_NO_REMOTE_WRITE)) {
             return UCS_ERR_INVALID_PARAM;
         }
         flags = params->flags;
@@ -139,7 +143,16 @@ fiatomic_mem_expose(fiatomic_h fia, const fiatomic_mem_params_t *params,
         return UCS_ERR_NO_MEMORY;
     }
 
-    mem->fia = fia;
+    mem->fia           = fia;
+    mem->region.denied = ((flags & FIATOMIC_MEM_FLAG_NO_REMOTE_READ) ?
+                          FIATOMIC_KEY_F_NO_READ : 0) |
+                         ((flags & FIATOMIC_MEM_FLAG_NO_REMOTE_WRITE) ?
+                          FIATOMIC_KEY_F_NO_WRITE : 0);
+    if (mem->region.denied != 0) {
+        /* a UCP rkey (or a mapping of the memory) would let peers read and
+         * write it: only the target-side execution checks the access */
+        flags |= FIATOMIC_MEM_FLAG_TARGET_ONLY;
+    }
     locked   = fiatomic_enter(fia);
     status   = (flags & FIATOMIC_MEM_FLAG_TARGET_ONLY) ?
                fiatomic_mem_expose_target_only(fia, params, flags, mem) :
@@ -238,7 +251,8 @@ FIATOMIC_API ucs_status_t fiatomic_mem_pack_key(fiatomic_mem_h mem,
                     ((mem->memh == NULL) ? FIATOMIC_KEY_F_NO_RKEY : 0) |
                     ((mem->wide_locks != NULL) ?
                      FIATOMIC_KEY_F_WIDE_LOCKS : 0) |
-                    (mem->fia->onesided ? 0 : FIATOMIC_KEY_F_NO_UCP_AMO);
+                    (mem->fia->onesided ? 0 : FIATOMIC_KEY_F_NO_UCP_AMO) |
+                    mem->region.denied;
     hdr.reserved  = 0;
     memcpy(key, &hdr, sizeof(hdr));
     if (rkey_buffer != NULL) {

@@ -30,10 +30,22 @@ typedef struct fiatomic_region {
     fiatomic_wide_locks_t      *wide_locks; /* the lock table of its 32-byte
                                               elements in the mapping, or
                                               NULL (own_locks below) */
+    uint32_t                   denied;     /* FIATOMIC_KEY_F_NO_READ /
+                                              NO_WRITE: the accesses peers
+                                              lack */
     fiatomic_mem_h             mem;        /* the owner (which holds the
                                               region); not read by the
                                               decoder */
 } fiatomic_region_t;
+
+/** The accesses (FIATOMIC_KEY_F_NO_READ / NO_WRITE bits) an operation
+ *  needs: it reads when it returns data (fetch and compare families) and
+ *  writes when it may update the target (every op but FI_ATOMIC_READ). */
+static inline uint32_t fiatomic_access_needed(int family, int op)
+{
+    return ((family != FIATOMIC_FAMILY_BASE) ? FIATOMIC_KEY_F_NO_READ : 0) |
+           ((op != FI_ATOMIC_READ) ? FIATOMIC_KEY_F_NO_WRITE : 0);
+}
 
 /* A context's regions, and what executing on them needs. */
 typedef struct fiatomic_regions {

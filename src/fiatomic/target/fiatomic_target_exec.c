@@ -6,10 +6,11 @@
  *
  * A request is executed only if every byte it touches lies inside a region
  * this context exposed, named by handle and token from its packed key, with
- * naturally aligned elements of a defined cell, and the message is exactly
- * as long as its header says. Anything else gets an error reply and touches
- * nothing. The decoder and executor read the region table alone
- * (fiatomic_target.h).
+ * naturally aligned elements of a defined cell, with the accesses (read,
+ * write) the operation needs granted by the region, and the message is
+ * exactly as long as its header says. Anything else gets an error reply
+ * and touches nothing. The decoder and executor read the region table
+ * alone (fiatomic_target.h).
  */
 #include "cell/fiatomic_cpu.h"
 #include "core/fiatomic_strategy.h"
@@ -85,6 +86,10 @@ fiatomic_target_check(const fiatomic_regions_t *regions,
     offset = req->raddr - base;
     if ((offset > region->length) || (data_len > region->length - offset)) {
         return UCS_ERR_INVALID_PARAM; /* overflow-safe range check */
+    }
+
+    if (region->denied & fiatomic_access_needed(req->family, req->op)) {
+        return UCS_ERR_REJECTED; /* the memory was exposed without it */
     }
 
     *ptr_p    = region->address + offset;

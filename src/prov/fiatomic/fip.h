@@ -898,10 +898,11 @@ int fip_peer_get(fip_domain_t *domain, const fip_addr_t *addr,
 
 /** Resolve `key` at `peer` (cached after the first time) and translate the
  *  program's remote address `addr` of `len` bytes (atomics: 1, libfiatomic
- *  checks each element) with `access` (FI_REMOTE_READ/WRITE, 0 for
- *  atomics): *raddr_p, and libfiatomic's key and UCP's rkey. -FI_ENOKEY for
- *  a key the peer does not know, -FI_EINVAL for bytes outside the region,
- *  -FI_EACCES without the access, -FI_ETIMEDOUT. */
+ *  checks each element) with `access` (FI_REMOTE_READ/WRITE: what the
+ *  operation reads or writes, atomics included): *raddr_p, and
+ *  libfiatomic's key and UCP's rkey. -FI_ENOKEY for a key the peer does
+ *  not know, -FI_EINVAL for bytes outside the region, -FI_EACCES without
+ *  the access, -FI_ETIMEDOUT. */
 int fip_peer_key(fip_domain_t *domain, fip_peer_t *peer, uint64_t key,
                  uint64_t addr, uint64_t len, uint64_t access,
                  uint64_t *fkey_p, uint64_t *raddr_p, ucp_rkey_h *rkey_p);

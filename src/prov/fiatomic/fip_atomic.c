@@ -135,9 +135,18 @@ int fip_ep_peer(fip_ep_t *ep, fi_addr_t dest, fip_peer_t **peer_p)
     return fip_peer_get(ep->domain, &addr, peer_p);
 }
 
+/* The remote access an operation needs, as fi_mr(3) registers it: it
+ * reads when it returns data (fetch and compare families) and writes when it
+ * may update the target (every op but FI_ATOMIC_READ). */
+static uint64_t fip_atomic_access(fiatomic_family_t family, enum fi_op op)
+{
+    return ((family != FIATOMIC_FAMILY_BASE) ? FI_REMOTE_READ : 0) |
+           ((op != FI_ATOMIC_READ) ? FI_REMOTE_WRITE : 0);
+}
+
 /* the remote side of a call: its peer, and each rma_iov translated to
- * libfiatomic's key and the peer's address */
-static int fip_atomic_target(fip_ep_t *ep, fi_addr_t dest,
+ * libfiatomic's key and the peer's address, with the access it needs */
+static int fip_atomic_target(fip_ep_t *ep, fi_addr_t dest, uint64_t access,
                              const struct fi_rma_ioc *rma_iov, size_t count,
                              struct fi_rma_ioc *out, fip_peer_t **peer_p)
 {
@@ -156,8 +165,8 @@ static int fip_atomic_target(fip_ep_t *ep, fi_addr_t dest,
         out[i].count = rma_iov[i].count;
         /* the region's bounds per element are libfiatomic's to check */
         ret = fip_peer_key(ep->domain, *peer_p, rma_iov[i].key,
-                           rma_iov[i].addr, 1, 0, &out[i].key, &out[i].addr,
-                           &rkey);
+                           rma_iov[i].addr, 1, access, &out[i].key,
+                           &out[i].addr, &rkey);
         if (ret != 0) {
             return ret;
         }
@@ -219,8 +228,9 @@ static ssize_t fip_atomic_post(fip_ep_t *ep, fiatomic_family_t family,
             return -FI_EINVAL;
         }
     }
-    ret = fip_atomic_target(ep, msg->addr, msg->rma_iov, msg->rma_iov_count,
-                            rma, &peer);
+    ret = fip_atomic_target(ep, msg->addr,
+                            fip_atomic_access(family, msg->op), msg->rma_iov,
+                            msg->rma_iov_count, rma, &peer);
     if (ret != 0) {
         return ret;
     }

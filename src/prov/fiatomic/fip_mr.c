@@ -7,13 +7,15 @@
  *    (-FI_ENOKEY otherwise); peers address the region by offset, the
  *    registered buffer starting at the `offset` given.
  * A region with remote access is exposed through libfiatomic
- * (fiatomic_mem_expose) and mapped with UCP for RMA (ucp_mem_map), and
- * both packed keys kept for the key service
- * (fip_key.c), which peers ask what a key names. With FI_FIATOMIC_MR_SHARE
- * the pages are first moved into shared memory at their own address
- * (fip_share.c) and exposed where UCP allocated them. The domain's key table
- * finds a region by key; its size is capped (FIP_MR_MAX). Closing a region
- * takes its key out of the table first, so later requests are refused.
+ * (fiatomic_mem_expose, with the remote access it was registered with:
+ * atomics are refused what it does not grant, at both ends) and mapped
+ * with UCP for RMA (ucp_mem_map), and both packed keys kept for the key
+ * service (fip_key.c), which peers ask what a key names. With
+ * FI_FIATOMIC_MR_SHARE the pages of a region with remote read and write
+ * are first moved into shared memory at their own address (fip_share.c)
+ * and exposed where UCP allocated them. The domain's key table finds a
+ * region by key; its size is capped (FIP_MR_MAX). Closing a region takes
+ * its key out of the table first, so later requests are refused.
  */
 #include "fip.h"
 
@@ -23,6 +25,7 @@
 
 #define FIP_MR_ACCESS (FI_READ | FI_WRITE | FI_SEND | FI_RECV | \
                        FI_REMOTE_READ | FI_REMOTE_WRITE)
+#define FIP_MR_REMOTE_RW (FI_REMOTE_READ | FI_REMOTE_WRITE)
 
 static size_t fip_mr_bucket(uint64_t key)
 {
@@ -172,14 +175,24 @@ static int fip_mr_expose(fip_domain_t *domain, fip_mr_t *mr)
     ucs_status_t status;
     int ret;
 
-    if (domain->mr_share && !domain->share_none) {
+    /* peers map a shared registration read-write: only for regions that
+     * grant both */
+    if (domain->mr_share && !domain->share_none &&
+        ((mr->access & FIP_MR_REMOTE_RW) == FIP_MR_REMOTE_RW)) {
         (void)fip_share_register(domain, mr);
     }
     if (mr->mem == NULL) {
         params.field_mask = FIATOMIC_MEM_PARAM_FIELD_ADDRESS |
-                            FIATOMIC_MEM_PARAM_FIELD_LENGTH;
+                            FIATOMIC_MEM_PARAM_FIELD_LENGTH |
+                            FIATOMIC_MEM_PARAM_FIELD_FLAGS;
         params.address    = mr->addr;
         params.length     = mr->length;
+        /* atomics as registered: libfiatomic refuses what the region does
+         * not grant, at its target too */
+        params.flags      = (!(mr->access & FI_REMOTE_READ) ?
+                             FIATOMIC_MEM_FLAG_NO_REMOTE_READ : 0) |
+                            (!(mr->access & FI_REMOTE_WRITE) ?
+                             FIATOMIC_MEM_FLAG_NO_REMOTE_WRITE : 0);
         status = fiatomic_mem_expose(domain->fia, &params, &mr->mem);
         if (status != UCS_OK) {
             mr->mem = NULL;

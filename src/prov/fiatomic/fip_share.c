@@ -26,7 +26,9 @@
  * mremap by a 4-argument function that drops the new address, which with
  * MREMAP_FIXED moves the pages to whatever the register held. UCP's
  * registration cache is told of both moves (ucm_vm_munmap).
- * Eligible ranges only (else the registration is the usual one): wholly in
+ * Regions with remote read and write only (fip_mr.c): peers map the segment
+ * read-write, which no narrower access could bound. Eligible ranges only
+ * (else the registration is the usual one): wholly in
  * private writable mappings, not a [stack], [vdso], [vvar] or [vsyscall]
  * and not the calling thread's stack; no page shared by another live
  * registration of this process (any domain); a segment of shared memory

@@ -453,13 +453,23 @@ struct peer_state {
     int            generation = 0;
 };
 
+/* the region's remote access: FI_REMOTE_READ | FI_REMOTE_WRITE, or what
+ * peer_access_env says (a test of access as registered sets it) */
+uint64_t peer_remote_access()
+{
+    const char *value = getenv(peer_access_env);
+
+    return (value != NULL) ? strtoull(value, NULL, 0) :
+           (FI_REMOTE_READ | FI_REMOTE_WRITE);
+}
+
 int peer_register(peer_state *s)
 {
     uint64_t requested = program_key + (uint64_t)s->generation;
     int ret;
 
     ret = fi_mr_reg(s->o.domain, s->region, peer_region_len,
-                    FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE,
+                    peer_remote_access() | FI_READ | FI_WRITE,
                     s->o.params.prov_keys ? 0 : program_offset, requested, 0,
                     &s->mr, NULL);
     if (ret != 0) {

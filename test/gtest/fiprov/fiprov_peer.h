@@ -195,6 +195,10 @@ protected:
 /** The peer process's main (the binary started with peer_flag). */
 int peer_main(int argc, char **argv);
 
+/** The variable the peer takes its region's remote access from (a number:
+ *  FI_REMOTE_READ / FI_REMOTE_WRITE bits); both when unset. */
+static const char peer_access_env[] = "FIPROV_PEER_ACCESS";
+
 /** argv[1] that makes the test binary a peer. */
 static const char peer_flag[] = "--fiprov-peer";
 

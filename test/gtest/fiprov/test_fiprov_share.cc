@@ -203,13 +203,13 @@ protected:
         }
     }
 
-    struct fid_mr *reg(void *buf, size_t len, uint64_t key)
+    struct fid_mr *reg(void *buf, size_t len, uint64_t key,
+                       uint64_t access = FI_REMOTE_READ | FI_REMOTE_WRITE)
     {
         struct fid_mr *mr = NULL;
 
-        EXPECT_EQ(0, fi_mr_reg(m_o.domain, buf, len,
-                               FI_REMOTE_READ | FI_REMOTE_WRITE, 0, key, 0,
-                               &mr, NULL));
+        EXPECT_EQ(0, fi_mr_reg(m_o.domain, buf, len, access, 0, key, 0, &mr,
+                               NULL));
         return mr;
     }
 
@@ -354,6 +354,35 @@ TEST_P(share1p, stack_buffer_is_registered_as_usual)
         EXPECT_EQ((i == 5) ? 1007u : 1000u + i, words[i]);
     }
     EXPECT_EQ(0, fi_close(&mr->fid));
+}
+
+/* peers map a shared registration read-write: a region registered with
+ * remote read or remote write alone stays in the program's private pages,
+ * and its atomics are refused what it does not grant */
+TEST_P(share1p, region_without_remote_read_and_write_is_registered_as_usual)
+{
+    uint8_t *buf = m_mem + 96;
+    int err;
+
+    for (uint64_t access : {(uint64_t)FI_REMOTE_READ,
+                            (uint64_t)FI_REMOTE_WRITE}) {
+        struct fid_mr *mr = reg(buf, 2 * page_size, 3, access);
+        ASSERT_NE(nullptr, mr);
+        for (size_t p = 0; p < 3; ++p) {
+            EXPECT_EQ("rw-p", mapping_of(m_mem + p * page_size).perms)
+                    << p << " access " << access;
+        }
+        uint64_t before = at(buf + 8);
+        (void)fetch_add_key(fi_mr_key(mr), buf, 8, 5, &err);
+        EXPECT_EQ(-FI_EACCES, err) << "access " << access;
+        EXPECT_EQ(before, at(buf + 8));
+        ASSERT_EQ(0, fi_close(&mr->fid));
+    }
+    /* the positive control: both, shared */
+    struct fid_mr *mr = reg(buf, 2 * page_size, 3);
+    ASSERT_NE(nullptr, mr);
+    EXPECT_EQ("rw-s", mapping_of(m_mem).perms);
+    ASSERT_EQ(0, fi_close(&mr->fid));
 }
 
 TEST_P(share1p, overlapping_a_shared_registration_is_registered_as_usual)
