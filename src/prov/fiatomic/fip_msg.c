@@ -33,8 +33,10 @@
  * dropped. A send completes when UCP has sent it, or, with
  * FI_DELIVERY_COMPLETE, after a flush of the connection that follows it.
  * A source address must decode as an address, and name an endpoint of
- * the domain the connection's first message named: a peer may name any
- * endpoint of its own domain, but not one of another domain.
+ * the domain that confirmed it made the connection (fip_caller.c): a peer
+ * may name any endpoint of its own domain, but not one of another domain;
+ * a connection's messages wait while its greeting's claim is checked, and
+ * have no source on a connection not confirmed.
  */
 #include "fip.h"
 
