@@ -77,6 +77,10 @@ typedef struct fip_key_wait fip_key_wait_t;
 #define FIP_ACCEPT_MAX 4096
 /* the message streams' table (one per connection messages come over) */
 #define FIP_MSG_STREAM_BUCKETS 64
+/* answers in flight per connection (fip_reply.c) */
+typedef struct fip_reply_credit fip_reply_credit_t;
+#define FIP_REPLY_BUCKETS      64
+#define FIP_REPLY_INFLIGHT_MAX 256
 
 typedef struct fip_domain {
     struct fid_domain  domain_fid;
@@ -102,12 +106,21 @@ typedef struct fip_domain {
     int                local;
     int                published;    /* the file exists; under lock */
     uint64_t           nonce;        /* random, not zero: names the file */
-    /* the peers that connected to it (fip_caller.c), under conn_lock */
+    /* the peers confirmed to have connected to it, and its connection
+     * back to each (fip_caller.c), under conn_lock */
     struct {
         uint32_t       pid;
         uint64_t       nonce;
+        ucp_ep_h       ep;
     }                  *callers;
     size_t             caller_count;
+    /* the greetings' claims being checked (FIP_VERIFY_MAX), and the
+     * connections back that ended, closed at the next greeting or at
+     * close (fip_caller.c); under conn_lock */
+    fip_reply_credit_t *replies[FIP_REPLY_BUCKETS];
+    struct fip_verify  *verifies;
+    ucp_ep_h           *verify_gone;
+    size_t             verify_gone_count;
     int                closing;      /* connecting back to them */
     uint32_t           next_ep_id;   /* under lock */
     fip_mr_t           *mr_buckets[FIP_MR_BUCKETS]; /* under mr_lock */
@@ -123,6 +136,11 @@ typedef struct fip_domain {
     /* connections peers made to this domain's listener */
     ucp_ep_h           *accepted;    /* under conn_lock */
     size_t             accepted_count;
+    /* accepted connections whose peer left: their slot is free again,
+     * the endpoint closed at the next accept or at close (not from inside
+     * its own error callback); under conn_lock */
+    ucp_ep_h           *accepted_gone;
+    size_t             gone_count;
     pthread_mutex_t    conn_lock;
     /* the closing handshake (fip_bye.c), at close only: the connections
      * asked (those this domain made, then those peers made to it), per
@@ -131,9 +149,9 @@ typedef struct fip_domain {
     uint8_t            *bye_asked;
     size_t             bye_count;
     size_t             bye_acks;
+    uint64_t           bye_token;    /* random per close (fip_bye.c) */
     /* key requests waiting for their reply (fip_key.c) */
     fip_key_wait_t     *key_waits;   /* under key_lock */
-    uint64_t           next_key_req;
     pthread_mutex_t    key_lock;
     /* endpoints with FI_MSG, found by the id a message addresses
      * (fip_msg.c); taken inside UCP's progress, never held across a UCP
@@ -223,6 +241,17 @@ typedef struct fip_addr {
     uint64_t nonce;    /* random, not zero: tells endpoints apart over time
                         * (LOCAL: the domain's, which names its file) */
 } fip_addr_t;
+
+/** A greeting's claim being checked (fip_caller.c): the connection that
+ *  claims (its reply endpoint), this domain's connection back to the
+ *  domain claimed, the question's random id; free when conn is NULL. */
+typedef struct fip_verify {
+    ucp_ep_h   conn;
+    ucp_ep_h   ep;
+    uint64_t   req_id;
+    fip_addr_t claimed;
+    int64_t    deadline;
+} fip_verify_t;
 
 /** Pack into FIP_ADDR_LEN bytes. */
 void fip_addr_pack(const fip_addr_t *addr, uint8_t *buf);
@@ -527,6 +556,17 @@ void fip_ucx_env_end(fip_ucx_env_t *env);
 /** Free the streams and the messages held (the progress thread stopped,
  *  before the worker is destroyed). */
 void fip_msg_cleanup(fip_domain_t *domain);
+/** A connection ended: what it still holds goes on (its turn is no longer
+ *  waited for), then its stream is freed (inside UCP's progress). */
+void fip_msg_stream_forget(fip_domain_t *domain, ucp_ep_h ep);
+/** A connection's greeting claims a domain: its messages wait until the
+ *  claim is checked (bounded). 0, or -1 if it claimed before or already
+ *  sent messages (or there is no room for it). */
+int fip_msg_stream_claim(fip_domain_t *domain, ucp_ep_h ep);
+/** The check ended: the connection's messages come from `who`'s domain,
+ *  or (NULL) have no source; those waiting go on. */
+void fip_msg_stream_verified(fip_domain_t *domain, ucp_ep_h ep,
+                             const fip_addr_t *who);
 /** An endpoint with FI_MSG starts (fi_enable) or stops (fi_close, after no
  *  handler can reach it any more, its queues are freed). */
 void fip_msg_ep_add(fip_ep_t *ep);
@@ -827,6 +867,12 @@ ssize_t fip_wait_loop(pthread_mutex_t *lock, pthread_cond_t *cond,
 /** A peer that connected to a domain without a listener says who it is
  *  (fip_caller.c). */
 #define FIP_AM_HELLO           1017
+/** The check of a greeting's claim, and its answer (fip_caller.c). */
+#define FIP_AM_VERIFY          1018
+#define FIP_AM_VERIFY_ACK      1019
+/** Checks running at a time per domain, and how long each may take. */
+#define FIP_VERIFY_MAX         64
+#define FIP_VERIFY_TIMEOUT_MS  5000
 /** How long a closing domain waits to connect back to one caller, and to
  *  all of them. */
 #define FIP_CALLER_TIMEOUT_MS  1000
@@ -838,17 +884,43 @@ ssize_t fip_wait_loop(pthread_mutex_t *lock, pthread_cond_t *cond,
  * probes a reply 50 ms late). */
 #define FIP_OVERDUE_CHECK_MS   10
 
+/** A connection's greeting: the domain that made it, and its token. */
 typedef struct fip_hello_msg {
     uint32_t magic;
-    uint32_t pid;      /* the caller's process */
+    uint32_t pid;      /* same host: the caller's process */
     uint64_t nonce;    /* and its domain's nonce */
+    uint64_t token;    /* random per connection: the caller confirms it */
+    uint32_t ipv4;     /* listener: where the caller's domain listens */
+    uint16_t port;
+    uint16_t reserved; /* 0 */
 } fip_hello_msg_t;
 
-/* fip_caller.c: the connections peers made to a domain without a listener,
- * connected back to before it closes */
+/* fip_caller.c: who is on a connection a peer made to a domain (a claim
+ * in its greeting, confirmed by the domain claimed over a connection back
+ * to it), and, without a listener, that connection back kept for the
+ * closing handshake */
 int fip_caller_init(fip_domain_t *domain);
+/** Greet on a new connection this domain made (the peer's hello). */
 void fip_caller_hello(fip_domain_t *domain, fip_peer_t *peer);
-void fip_caller_connect_all(fip_domain_t *domain);
+/** The connections back to confirmed callers kept (same host): count. */
+size_t fip_caller_eps(fip_domain_t *domain, ucp_ep_h *eps);
+/** Close them, and the checks still running (the progress thread
+ *  stopped). */
+void fip_caller_close_all(fip_domain_t *domain);
+/** End a UCP endpoint, bounded (fip_peer.c; progress thread stopped). */
+void fip_peer_ucp_close(fip_domain_t *domain, ucp_ep_h ep);
+
+/* fip_reply.c: at most FIP_REPLY_INFLIGHT_MAX answers on their way per
+ * connection. Take one before sending an answer (0, or -FI_EAGAIN past
+ * the cap: no answer), give it back when its send completes. */
+int fip_reply_take(fip_domain_t *domain, ucp_ep_h ep);
+void fip_reply_done(fip_domain_t *domain, ucp_ep_h ep);
+void fip_reply_cleanup(fip_domain_t *domain);
+/** Send an answer (a malloc'd buffer: header, then data; freed here) as a
+ *  UCP reply on the connection asked, within the cap: 0, or -FI_EAGAIN
+ *  past it, or another error (not sent). */
+int fip_reply_send(fip_domain_t *domain, ucp_ep_h ep, unsigned am_id,
+                   void *buf, size_t header_len, size_t data_len);
 
 /* fip_bye.c: before a domain closes its connections (those it made and
  * those peers made to it), the peer answers a message on each, bounded */

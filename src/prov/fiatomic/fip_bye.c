@@ -24,6 +24,8 @@
  */
 #include "fip.h"
 
+#include <rdma/providers/fi_log.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +35,7 @@
 typedef struct fip_bye_msg {
     uint32_t magic;
     uint32_t index;    /* the connection's, at the side that closes */
+    uint64_t token;    /* random per close; the answer repeats it */
 } fip_bye_msg_t;
 
 /* a message on its way, and who sent it */
@@ -82,7 +85,7 @@ static void fip_bye_send_done(void *request, ucs_status_t status,
 
 /* 0 if sent or on its way */
 static int fip_bye_send(fip_domain_t *domain, ucp_ep_h ep, unsigned am_id,
-                        uint32_t index, uint32_t flags)
+                        uint32_t index, uint64_t token, uint32_t flags)
 {
     ucp_request_param_t param = {0};
     fip_bye_send_t *send      = malloc(sizeof(*send));
@@ -97,6 +100,7 @@ static int fip_bye_send(fip_domain_t *domain, ucp_ep_h ep, unsigned am_id,
     msg                = &send->msg;
     msg->magic         = FIP_BYE_MAGIC;
     msg->index         = index;
+    msg->token         = token;
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                          UCP_OP_ATTR_FIELD_USER_DATA |
                          UCP_OP_ATTR_FIELD_FLAGS;
@@ -139,8 +143,15 @@ static ucs_status_t fip_bye_handler(void *arg, const void *header,
 
     if ((fip_bye_parse(header, header_length, length, &msg) == 0) &&
         (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
-        (void)fip_bye_send(arg, param->reply_ep, FIP_AM_BYE_ACK, msg.index,
-                           0);
+        fip_bye_msg_t *ack = malloc(sizeof(*ack));
+
+        /* as a reply (the asker takes it from this connection only),
+         * within the connection's cap of answers in flight */
+        if (ack != NULL) {
+            *ack = msg;
+            (void)fip_reply_send(arg, param->reply_ep, FIP_AM_BYE_ACK, ack,
+                                 sizeof(*ack), 0);
+        }
         fip_bye_ep_gone(arg, param->reply_ep);
         /* the peer domain goes: nothing more to it on this connection */
         fip_peer_gone(arg, param->reply_ep);
@@ -158,9 +169,17 @@ static ucs_status_t fip_bye_ack_handler(void *arg, const void *header,
     fip_domain_t *domain = arg;
     fip_bye_msg_t msg;
 
-    if (fip_bye_parse(header, header_length, length, &msg) == 0) {
-        fip_bye_gone(domain, msg.index);
+    if ((fip_bye_parse(header, header_length, length, &msg) != 0) ||
+        !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ||
+        (domain->bye_asked == NULL) || (msg.index >= domain->bye_count) ||
+        (domain->bye_eps[msg.index] != param->reply_ep) ||
+        (msg.token != domain->bye_token)) {
+        FI_WARN_SPARSE(&fip_provider, FI_LOG_EP_CTRL,
+                       "closing handshake answer dropped: not from the "
+                       "connection asked, or not this close's\n");
+        return UCS_OK;
     }
+    fip_bye_gone(domain, msg.index);
     return UCS_OK;
 }
 
@@ -190,7 +209,7 @@ static size_t fip_bye_collect(fip_domain_t *domain, ucp_ep_h *eps)
     for (i = 0; i < domain->accepted_count; ++i) {
         eps[count++] = domain->accepted[i];
     }
-    return count;
+    return count + fip_caller_eps(domain, eps + count);
 }
 
 void fip_bye_all(fip_domain_t *domain)
@@ -198,7 +217,8 @@ void fip_bye_all(fip_domain_t *domain)
     int64_t deadline = fip_wait_deadline(FIP_BYE_TIMEOUT_MS);
     size_t i, count, asked = 0;
 
-    count = domain->peer_count + domain->accepted_count;
+    count = domain->peer_count + domain->accepted_count +
+            domain->caller_count;
     if (count == 0) {
         return;
     }
@@ -208,11 +228,15 @@ void fip_bye_all(fip_domain_t *domain)
     if ((domain->bye_eps == NULL) || (domain->bye_asked == NULL)) {
         goto out;
     }
+    if (fip_ep_nonce(&domain->bye_token) != 0) {
+        goto out;
+    }
     domain->bye_count = fip_bye_collect(domain, domain->bye_eps);
     domain->bye_acks  = 0;
     for (i = 0; i < domain->bye_count; ++i) {
         if (fip_bye_send(domain, domain->bye_eps[i], FIP_AM_BYE,
-                         (uint32_t)i, UCP_AM_SEND_FLAG_REPLY) == 0) {
+                         (uint32_t)i, domain->bye_token,
+                         UCP_AM_SEND_FLAG_REPLY) == 0) {
             domain->bye_asked[i] = 1;
             ++asked;
         }

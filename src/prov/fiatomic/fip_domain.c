@@ -42,7 +42,11 @@ static void fip_domain_release(fip_domain_t *domain)
         ucp_cleanup(domain->ucp_context);
     }
     free(domain->accepted);
+    free(domain->accepted_gone);
     free(domain->callers);
+    fip_reply_cleanup(domain);
+    free(domain->verifies);
+    free(domain->verify_gone);
     pthread_mutex_destroy(&domain->key_lock);
     pthread_mutex_destroy(&domain->msg_lock);
     pthread_mutex_destroy(&domain->stream_lock);
@@ -378,8 +382,15 @@ int fip_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
     pthread_mutex_init(&domain->stream_lock, NULL);
     pthread_mutex_init(&domain->ucp_lock, NULL);
     domain->accepted = calloc(FIP_ACCEPT_MAX, sizeof(*domain->accepted));
+    domain->accepted_gone = calloc(FIP_ACCEPT_MAX,
+                                   sizeof(*domain->accepted_gone));
     domain->callers  = calloc(FIP_ACCEPT_MAX, sizeof(*domain->callers));
-    if ((domain->accepted == NULL) || (domain->callers == NULL)) {
+    domain->verifies    = calloc(FIP_VERIFY_MAX, sizeof(*domain->verifies));
+    domain->verify_gone = calloc(FIP_VERIFY_MAX,
+                                 sizeof(*domain->verify_gone));
+    if ((domain->accepted == NULL) || (domain->accepted_gone == NULL) ||
+        (domain->callers == NULL) || (domain->verifies == NULL) ||
+        (domain->verify_gone == NULL)) {
         fip_domain_release(domain);
         return -FI_ENOMEM;
     }

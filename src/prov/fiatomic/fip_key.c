@@ -9,9 +9,18 @@
  * validate what they receive (exact lengths, a magic word, the reply's
  * size capped at FIP_KEY_PACKED_MAX, a reply matched to a request still
  * waiting); a wait for a reply is bounded (FIP_RESOLVE_TIMEOUT_MS) and
- * progresses the domain under manual progress.
+ * progresses the domain under manual progress. A reply names its request
+ * by a random 64-bit id (no other process can guess it) and is taken only
+ * from the connection the request went out on (UCP's reply endpoint of
+ * the answer, sent as a reply, is the waiter's endpoint to the peer): an
+ * answer forged by a third party on a connection of its own names no
+ * memory here. A target has at most FIP_REPLY_INFLIGHT_MAX answers of one
+ * connection on their way (fip_reply.c): a peer that does not read its
+ * answers gets no more until they went out.
  */
 #include "fip.h"
+
+#include <rdma/providers/fi_log.h>
 
 #include <sched.h>
 #include <stdlib.h>
@@ -43,7 +52,8 @@ typedef struct fip_key_rep_msg {
 /* a request waiting for its reply, on the waiter's stack */
 struct fip_key_wait {
     fip_key_wait_t *next;
-    uint64_t       req_id;
+    uint64_t       req_id;  /* random */
+    ucp_ep_h       ep;      /* the connection the request went out on */
     int            done;    /* under key_lock */
     int            status;
     fip_key_rep_msg_t rep;
@@ -134,8 +144,10 @@ static ucs_status_t fip_key_req_handler(void *arg, const void *header,
     }
     pthread_mutex_unlock(&domain->mr_lock);
     if (rep != NULL) {
-        (void)fip_key_send(param->reply_ep, FIP_AM_KEY_REP, rep,
-                           sizeof(*rep), packed_len, 0);
+        /* as a reply: the requester takes it from this connection only;
+         * within the connection's cap of answers in flight */
+        (void)fip_reply_send(domain, param->reply_ep, FIP_AM_KEY_REP, rep,
+                             sizeof(*rep), packed_len);
     }
     return UCS_OK;
 }
@@ -152,7 +164,10 @@ static ucs_status_t fip_key_rep_handler(void *arg, const void *header,
     void *packed = NULL;
 
     if ((header_length != sizeof(rep)) || (length > FIP_KEY_PACKED_MAX) ||
-        (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+        (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ||
+        !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
+        FI_WARN_SPARSE(&fip_provider, FI_LOG_EP_CTRL,
+                       "key reply dropped: malformed\n");
         return UCS_OK;
     }
     memcpy(&rep, header, sizeof(rep));
@@ -161,6 +176,8 @@ static ucs_status_t fip_key_rep_handler(void *arg, const void *header,
         ((rep.status == 0) && ((rep.fkey_len == 0) ||
                                (rep.rkey_len == 0))) ||
         ((rep.status != 0) && (length != 0))) {
+        FI_WARN_SPARSE(&fip_provider, FI_LOG_EP_CTRL,
+                       "key reply dropped: malformed\n");
         return UCS_OK;
     }
     if (length > 0) {
@@ -173,7 +190,8 @@ static ucs_status_t fip_key_rep_handler(void *arg, const void *header,
 
     pthread_mutex_lock(&domain->key_lock);
     for (wait = domain->key_waits; wait != NULL; wait = wait->next) {
-        if ((wait->req_id == rep.req_id) && !wait->done) {
+        if ((wait->req_id == rep.req_id) && (wait->ep == param->reply_ep) &&
+            !wait->done) {
             break;
         }
     }
@@ -187,6 +205,11 @@ static ucs_status_t fip_key_rep_handler(void *arg, const void *header,
     }
     pthread_mutex_unlock(&domain->key_lock);
     /* a reply nobody waits for (late, or forged) is dropped */
+    if (wait == NULL) {
+        FI_WARN_SPARSE(&fip_provider, FI_LOG_EP_CTRL,
+                       "key reply dropped: no request of that id waits "
+                       "for it on its connection\n");
+    }
     free(packed);
     return UCS_OK;
 }
@@ -230,8 +253,14 @@ int fip_key_request(fip_domain_t *domain, fip_peer_t *peer, uint64_t key,
     if (msg == NULL) {
         return -FI_ENOMEM;
     }
+    /* an id a third party cannot predict */
+    ret = fip_ep_nonce(&wait.req_id);
+    if (ret != 0) {
+        free(msg);
+        return ret;
+    }
+    wait.ep           = peer->ucp_ep;
     pthread_mutex_lock(&domain->key_lock);
-    wait.req_id       = ++domain->next_key_req;
     wait.next         = domain->key_waits;
     domain->key_waits = &wait;
     pthread_mutex_unlock(&domain->key_lock);

@@ -33,10 +33,14 @@
  * dropped. A send completes when UCP has sent it, or, with
  * FI_DELIVERY_COMPLETE, after a flush of the connection that follows it.
  * A source address must decode as an address, and name an endpoint of
- * the domain the connection's first message named: a peer may name any
- * endpoint of its own domain, but not one of another domain.
+ * the domain that confirmed it made the connection (fip_caller.c): a peer
+ * may name any endpoint of its own domain, but not one of another domain;
+ * a connection's messages wait while its greeting's claim is checked, and
+ * have no source on a connection not confirmed.
  */
 #include "fip.h"
+
+#include <rdma/providers/fi_log.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -67,13 +71,22 @@ typedef struct fip_msg_held {
     void                *desc;   /* rendezvous, else NULL */
 } fip_msg_held_t;
 
+/* who a connection is (fip_caller.c) */
+enum {
+    FIP_STREAM_UNKNOWN,   /* no claim: its messages have no source */
+    FIP_STREAM_CLAIMED,   /* a claim being checked: its messages wait */
+    FIP_STREAM_CONFIRMED, /* its messages come from `sender`'s domain */
+    FIP_STREAM_REFUSED    /* no source */
+};
+
 /* the messages of one connection (UCP's endpoint they come over) */
 typedef struct fip_msg_stream {
     struct fip_msg_stream *next;
     ucp_ep_h              ep;
     uint64_t              expected;   /* the next seq to deliver */
-    int                   named;      /* sender set by the first message */
-    fip_addr_t            sender;     /* an endpoint of the peer domain */
+    int                   state;      /* FIP_STREAM_* */
+    int64_t               deadline;   /* CLAIMED: waits no longer */
+    fip_addr_t            sender;     /* CONFIRMED: the peer domain */
     fip_msg_held_t        *held;      /* sorted by seq */
 } fip_msg_stream_t;
 
@@ -532,6 +545,21 @@ static fip_msg_stream_t *fip_msg_stream_get(fip_domain_t *domain,
     return stream;
 }
 
+/* a message's source is the connection's confirmed domain: a source of
+ * any other domain, or on a connection not confirmed, is erased (no
+ * address vector entry is all zero), and the message goes on with none */
+static void fip_msg_source_check(const fip_msg_stream_t *stream,
+                                 fip_msg_hdr_t *hdr)
+{
+    fip_addr_t src;
+
+    if ((stream->state != FIP_STREAM_CONFIRMED) ||
+        (fip_addr_unpack(hdr->src, sizeof(hdr->src), &src) != 0) ||
+        !fip_addr_same_domain(&stream->sender, &src)) {
+        memset(hdr->src, 0, sizeof(hdr->src));
+    }
+}
+
 /* deliver the held messages whose turn came; all of them (in their order)
  * when `all` */
 static void fip_msg_stream_drain(fip_domain_t *domain,
@@ -547,6 +575,7 @@ static void fip_msg_stream_drain(fip_domain_t *domain,
         if (held->desc == NULL) {
             domain->held_bytes -= held->hdr.len;
         }
+        fip_msg_source_check(stream, &held->hdr);
         fip_msg_dispatch(domain, &held->hdr,
                          (held->desc != NULL) ? held->desc : (void*)(held + 1),
                          held->desc != NULL, 1);
@@ -620,15 +649,27 @@ static ucs_status_t fip_msg_handler(void *arg, const void *header,
          * (the sender does not repeat one) */
         goto out;
     }
-    /* a connection speaks for the one peer domain its first message
-     * named: a source of another domain is erased (no address vector
-     * entry is all zero), and the message goes on with no source */
-    if (!stream->named) {
-        stream->sender = src;
-        stream->named  = 1;
-    } else if (!fip_addr_same_domain(&stream->sender, &src)) {
-        memset(hdr.src, 0, sizeof(hdr.src));
+    if ((stream->state == FIP_STREAM_CLAIMED) &&
+        (fip_now_ns() >= stream->deadline)) {
+        FI_WARN_SPARSE(&fip_provider, FI_LOG_EP_DATA,
+                       "a connection's claim was not confirmed in time: "
+                       "its messages have no source\n");
+        stream->state = FIP_STREAM_REFUSED;
+        fip_msg_stream_drain(domain, stream, 0);
     }
+    if (stream->state == FIP_STREAM_CLAIMED) {
+        /* who sent it is not known yet: it waits for the check */
+        if (fip_msg_hold(domain, stream, &hdr, data, rndv)) {
+            status = rndv ? UCS_INPROGRESS : UCS_OK;
+            goto out;
+        }
+        FI_WARN_SPARSE(&fip_provider, FI_LOG_EP_DATA,
+                       "no room to hold a connection's messages until its "
+                       "claim is checked: they have no source\n");
+        stream->state = FIP_STREAM_REFUSED;
+        fip_msg_stream_drain(domain, stream, 0);
+    }
+    fip_msg_source_check(stream, &hdr);
     if (hdr.seq > stream->expected) {
         if (fip_msg_hold(domain, stream, &hdr, data, rndv)) {
             status = rndv ? UCS_INPROGRESS : UCS_OK;
@@ -643,6 +684,65 @@ static ucs_status_t fip_msg_handler(void *arg, const void *header,
 out:
     pthread_mutex_unlock(&domain->stream_lock);
     return status;
+}
+
+int fip_msg_stream_claim(fip_domain_t *domain, ucp_ep_h ep)
+{
+    fip_msg_stream_t *stream;
+    int ret = -1;
+
+    pthread_mutex_lock(&domain->stream_lock);
+    stream = fip_msg_stream_get(domain, ep);
+    if ((stream != NULL) && (stream->state == FIP_STREAM_UNKNOWN) &&
+        (stream->expected == 0) && (stream->held == NULL)) {
+        stream->state    = FIP_STREAM_CLAIMED;
+        stream->deadline = fip_wait_deadline(FIP_VERIFY_TIMEOUT_MS);
+        ret              = 0;
+    }
+    pthread_mutex_unlock(&domain->stream_lock);
+    return ret;
+}
+
+void fip_msg_stream_verified(fip_domain_t *domain, ucp_ep_h ep,
+                             const fip_addr_t *who)
+{
+    fip_msg_stream_t *stream;
+
+    pthread_mutex_lock(&domain->stream_lock);
+    for (stream = domain->streams[fip_msg_stream_bucket(ep)];
+         stream != NULL; stream = stream->next) {
+        if ((stream->ep == ep) && (stream->state == FIP_STREAM_CLAIMED)) {
+            if (who != NULL) {
+                stream->state  = FIP_STREAM_CONFIRMED;
+                stream->sender = *who;
+            } else {
+                stream->state  = FIP_STREAM_REFUSED;
+            }
+            fip_msg_stream_drain(domain, stream, 0);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&domain->stream_lock);
+}
+
+void fip_msg_stream_forget(fip_domain_t *domain, ucp_ep_h ep)
+{
+    fip_msg_stream_t **p, *stream;
+
+    pthread_mutex_lock(&domain->stream_lock);
+    for (p = &domain->streams[fip_msg_stream_bucket(ep)]; *p != NULL;
+         p = &(*p)->next) {
+        if ((*p)->ep == ep) {
+            stream = *p;
+            *p     = stream->next;
+            /* no message of it comes any more: what waited goes on */
+            fip_msg_stream_drain(domain, stream, 1);
+            free(stream);
+            domain->stream_count -= 1;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&domain->stream_lock);
 }
 
 void fip_msg_cleanup(fip_domain_t *domain)

@@ -12,9 +12,13 @@
  * endpoint is created to that, cached per peer domain likewise, and the
  * peer's side of it is UCP's own, which its replies go over (UCP's active
  * message reply endpoints: key replies, message acknowledgements, the
- * closing handshake's answers).
+ * closing handshake's answers). A connection a peer made to the listener
+ * holds one of FIP_ACCEPT_MAX slots while it lasts: when its peer leaves
+ * (the connection fails or is closed) the slot is free for another.
  */
 #include "fip.h"
+
+#include <rdma/providers/fi_log.h>
 
 #include <arpa/inet.h>
 #include <stdlib.h>
@@ -33,9 +37,41 @@ static void fip_peer_err(void *arg, ucp_ep_h ep, ucs_status_t status)
 static void fip_peer_accepted_err(void *arg, ucp_ep_h ep,
                                   ucs_status_t status)
 {
-    /* the peer went away: its endpoint is closed with the domain, which
-     * waits no more for its answer if it is closing */
-    fip_bye_ep_gone(arg, ep);
+    fip_domain_t *domain = arg;
+    size_t i;
+
+    /* the peer went away: a closing domain waits no more for its answer */
+    fip_bye_ep_gone(domain, ep);
+    /* what it sent before goes on; its slot is free for another peer, its
+     * endpoint closed later */
+    fip_msg_stream_forget(domain, ep);
+    pthread_mutex_lock(&domain->conn_lock);
+    for (i = 0; i < domain->accepted_count; ++i) {
+        if (domain->accepted[i] == ep) {
+            domain->accepted[i] = domain->accepted[--domain->accepted_count];
+            domain->accepted_gone[domain->gone_count++] = ep;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&domain->conn_lock);
+}
+
+/* close the endpoints of peers that left, without waiting (a forced close
+ * completes on its own); under conn_lock */
+static void fip_peer_gone_close(fip_domain_t *domain)
+{
+    ucp_request_param_t param = {0};
+    ucs_status_ptr_t req;
+
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
+    while (domain->gone_count > 0) {
+        req = ucp_ep_close_nbx(domain->accepted_gone[--domain->gone_count],
+                               &param);
+        if (UCS_PTR_IS_PTR(req)) {
+            ucp_request_free(req);
+        }
+    }
 }
 
 void fip_peer_accept(fip_domain_t *domain, ucp_conn_request_h request)
@@ -45,8 +81,12 @@ void fip_peer_accept(fip_domain_t *domain, ucp_conn_request_h request)
     ucp_ep_h ep;
 
     pthread_mutex_lock(&domain->conn_lock);
+    fip_peer_gone_close(domain);
     if (domain->accepted_count >= FIP_ACCEPT_MAX) {
         pthread_mutex_unlock(&domain->conn_lock);
+        FI_WARN_SPARSE(&fip_provider, FI_LOG_EP_CTRL,
+                       "connection refused: %d connections already\n",
+                       FIP_ACCEPT_MAX);
         ucp_listener_reject(domain->ucp_listener, request);
         return;
     }
@@ -184,10 +224,9 @@ created:
         peer->fep = NULL;
         return fiatomic_status_to_fi_errno(status);
     }
-    if (peer->family == FIP_ADDR_FAMILY_LOCAL) {
-        /* the peer connects back before it closes (fip_caller.c) */
-        fip_caller_hello(domain, peer);
-    }
+    /* who this connection is for the peer, to be confirmed over the
+     * peer's connection back (fip_caller.c) */
+    fip_caller_hello(domain, peer);
     return 0;
 }
 
@@ -213,7 +252,7 @@ static int fip_peer_ucp_wait(fip_domain_t *domain, ucs_status_ptr_t req,
  * The forced close does not wait for the peer (a flushing close waits for
  * its disconnect, which a peer that is not progressing never gives) and
  * ends the flush if the deadline passed. */
-static void fip_peer_ucp_close(fip_domain_t *domain, ucp_ep_h ep)
+void fip_peer_ucp_close(fip_domain_t *domain, ucp_ep_h ep)
 {
     ucp_request_param_t param = {0};
     int64_t deadline = fip_wait_deadline(1000);
@@ -454,16 +493,14 @@ int fip_peer_key(fip_domain_t *domain, fip_peer_t *peer, uint64_t key,
 void fip_peer_close_all(fip_domain_t *domain)
 {
     fip_peer_t *peer;
-    size_t i;
+    ucp_ep_h ep;
 
-    /* the peers that connected to this domain without a listener, on a
-     * connection of its own (fip_caller.c) */
-    if (domain->local) {
-        fip_caller_connect_all(domain);
-    }
-    /* the peers have read what this side sent them, on every connection,
-     * before it goes */
+    domain->closing = 1;
+    /* the peers have read what this side sent them, on every connection
+     * (without a listener, to the peers that connected to this domain on
+     * its connection back to each, fip_caller.c), before it goes */
     fip_bye_all(domain);
+    fip_caller_close_all(domain);
     /* without a listener, the connections peers made to this domain are
      * UCP's own (no accept): what this side still owes them, answers and
      * acknowledgements, goes out before the worker does */
@@ -475,8 +512,19 @@ void fip_peer_close_all(fip_domain_t *domain)
         fip_peer_free(domain, peer);
     }
     domain->peer_count = 0;
-    for (i = 0; i < domain->accepted_count; ++i) {
-        fip_peer_ucp_close(domain, domain->accepted[i]);
+    /* one at a time off the end: a peer that leaves meanwhile (its error
+     * callback, in this thread's progress) moves its own from one list to
+     * the other */
+    for (;;) {
+        pthread_mutex_lock(&domain->conn_lock);
+        ep = (domain->accepted_count > 0) ?
+             domain->accepted[--domain->accepted_count] :
+             (domain->gone_count > 0) ?
+             domain->accepted_gone[--domain->gone_count] : NULL;
+        pthread_mutex_unlock(&domain->conn_lock);
+        if (ep == NULL) {
+            break;
+        }
+        fip_peer_ucp_close(domain, ep);
     }
-    domain->accepted_count = 0;
 }

@@ -12,10 +12,13 @@
  * dropped); the receive's FI_SOURCE address is its entry in the endpoint's
  * address vector, FI_ADDR_NOTAVAIL when it has none, and a directed receive
  * takes only its source's messages; a connection names sources of the one
- * domain its first message named, a source of another domain is no
- * source (FI_ADDR_NOTAVAIL). The header layout is the one fip_msg.c
+ * domain its greeting claimed and that domain confirmed, a source of
+ * another domain is no source (FI_ADDR_NOTAVAIL). The header layout is the one fip_msg.c
  * sends (80 bytes, host order): magic "fipM", endpoint id, nonce, length,
  * data, number, tag, flags, reserved, then the sender's 24-byte address.
+ * The peer is a domain of its own: it listens, greets claiming its
+ * listener (fip_caller.c) and answers the domain's question about its
+ * greeting, so that its connection is confirmed as that domain's.
  */
 #include "fiprov_fixture.h"
 #include "fiprov_wait.h"
@@ -67,6 +70,33 @@ void raw_err(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
 }
 
+/* the greeting and the question about it (fip_caller.c) */
+const unsigned am_hello      = 1017;
+const unsigned am_verify     = 1018;
+const unsigned am_verify_ack = 1019;
+const uint64_t raw_token     = 0x70ca11ab1eull;
+
+struct hello_wire {
+    uint32_t magic;
+    uint32_t pid;
+    uint64_t nonce;
+    uint64_t token;
+    uint32_t ipv4;
+    uint16_t port;
+    uint16_t reserved;
+};
+
+struct verify_wire {
+    uint32_t magic;
+    uint32_t ok;
+    uint64_t token;
+    uint64_t req_id;
+    uint8_t  asker[24];
+};
+
+static_assert(sizeof(hello_wire) == 32, "the greeting is 32 bytes");
+static_assert(sizeof(verify_wire) == 48, "the question is 48 bytes");
+
 /* a UCP peer of its own: one context, worker and endpoint */
 class raw_peer {
 public:
@@ -104,12 +134,19 @@ public:
         eparams.sockaddr.addrlen = sizeof(sin);
         eparams.err_mode         = UCP_ERR_HANDLING_MODE_PEER;
         eparams.err_handler.cb   = raw_err;
-        return ucp_ep_create(m_worker, &eparams, &m_ep);
+        status = ucp_ep_create(m_worker, &eparams, &m_ep);
+        if (status != UCS_OK) {
+            return status;
+        }
+        return greet((uint32_t)get_be(addr + 4, 4));
     }
+
+    /* a listener of its own: its port, which the sources it names use */
+    uint16_t port() const { return m_port; }
 
     /* one active message, waited for (bounded) */
     ucs_status_t send(const void *hdr, size_t hdr_len, const void *data,
-                      size_t len)
+                      size_t len, unsigned am_id = am_msg)
     {
         ucp_request_param_t param = {};
         ucs_status_ptr_t req;
@@ -118,7 +155,7 @@ public:
 
         param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
         param.flags        = UCP_AM_SEND_FLAG_REPLY;
-        req = ucp_am_send_nbx(m_ep, am_msg, hdr, hdr_len, data, len, &param);
+        req = ucp_am_send_nbx(m_ep, am_id, hdr, hdr_len, data, len, &param);
         if (!UCS_PTR_IS_PTR(req)) {
             return UCS_PTR_STATUS(req);
         }
@@ -147,6 +184,25 @@ public:
         ucp_request_param_t param = {};
         ucs_status_ptr_t req;
 
+        for (ucp_ep_h ep : m_accepted) {
+            ucp_request_param_t fparam = {};
+
+            fparam.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+            fparam.flags        = UCP_EP_CLOSE_FLAG_FORCE;
+            req = ucp_ep_close_nbx(ep, &fparam);
+            if (UCS_PTR_IS_PTR(req)) {
+                while (ucp_request_check_status(req) == UCS_INPROGRESS) {
+                    ucp_worker_progress(m_worker);
+                }
+                ucp_request_free(req);
+            }
+        }
+        m_accepted.clear();
+        if (m_listener != NULL) {
+            ucp_listener_destroy(m_listener);
+            m_listener = NULL;
+        }
+
         if (m_ep != NULL) {
             /* flushed first: the target has every message before the
              * connection ends */
@@ -174,9 +230,114 @@ public:
     }
 
 private:
-    ucp_context_h m_ctx    = NULL;
-    ucp_worker_h  m_worker = NULL;
-    ucp_ep_h      m_ep     = NULL;
+    /* listen, greet claiming the listener, and answer the domain's
+     * question (bounded): UCS_OK once answered */
+    ucs_status_t greet(uint32_t ipv4)
+    {
+        ucp_listener_params_t lp = {};
+        ucp_listener_attr_t attr = {};
+        ucp_am_handler_param_t hp = {};
+        struct sockaddr_in sin   = {};
+        hello_wire h             = {};
+        int64_t deadline         = now_ms() + wait_ms;
+        ucs_status_t status;
+
+        sin.sin_family      = AF_INET;
+        lp.field_mask       = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
+                              UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+        lp.sockaddr.addr    = (const struct sockaddr*)&sin;
+        lp.sockaddr.addrlen = sizeof(sin);
+        lp.conn_handler.cb  = conn_cb;
+        lp.conn_handler.arg = this;
+        status = ucp_listener_create(m_worker, &lp, &m_listener);
+        if (status != UCS_OK) {
+            return status;
+        }
+        attr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
+        status = ucp_listener_query(m_listener, &attr);
+        if (status != UCS_OK) {
+            return status;
+        }
+        m_port        = ntohs(((struct sockaddr_in*)&attr.sockaddr)->sin_port);
+        hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
+                        UCP_AM_HANDLER_PARAM_FIELD_CB |
+                        UCP_AM_HANDLER_PARAM_FIELD_ARG;
+        hp.id         = am_verify;
+        hp.cb         = verify_cb;
+        hp.arg        = this;
+        status = ucp_worker_set_am_recv_handler(m_worker, &hp);
+        if (status != UCS_OK) {
+            return status;
+        }
+        h.magic = 0x66697048u;
+        h.token = raw_token;
+        h.ipv4  = ipv4;
+        h.port  = m_port;
+        status  = send(&h, sizeof(h), NULL, 0, am_hello);
+        if (status != UCS_OK) {
+            return status;
+        }
+        while (!m_answered) {
+            ucp_worker_progress(m_worker);
+            if (now_ms() > deadline) {
+                return UCS_ERR_TIMED_OUT;
+            }
+        }
+        progress(50); /* the answer goes out */
+        return UCS_OK;
+    }
+
+    static void conn_cb(ucp_conn_request_h req, void *arg)
+    {
+        raw_peer *self         = (raw_peer*)arg;
+        ucp_ep_params_t params = {};
+        ucp_ep_h ep;
+
+        params.field_mask     = UCP_EP_PARAM_FIELD_CONN_REQUEST |
+                                UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                                UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        params.conn_request   = req;
+        params.err_mode       = UCP_ERR_HANDLING_MODE_PEER;
+        params.err_handler.cb = raw_err;
+        if (ucp_ep_create(self->m_worker, &params, &ep) == UCS_OK) {
+            self->m_accepted.push_back(ep);
+        }
+    }
+
+    static ucs_status_t verify_cb(void *arg, const void *header,
+                                  size_t header_len, void *data, size_t len,
+                                  const ucp_am_recv_param_t *param)
+    {
+        raw_peer *self = (raw_peer*)arg;
+        ucp_request_param_t p = {};
+        ucs_status_ptr_t req;
+
+        if ((header_len != sizeof(self->m_answer)) ||
+            !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
+            return UCS_OK;
+        }
+        memcpy(&self->m_answer, header, sizeof(self->m_answer));
+        self->m_answer.ok = (self->m_answer.token == raw_token);
+        p.op_attr_mask    = UCP_OP_ATTR_FIELD_FLAGS;
+        p.flags           = UCP_AM_SEND_FLAG_REPLY;
+        req = ucp_am_send_nbx(param->reply_ep, am_verify_ack,
+                              &self->m_answer, sizeof(self->m_answer),
+                              NULL, 0, &p);
+        if (UCS_PTR_IS_PTR(req)) {
+            ucp_request_free(req);
+        }
+        self->m_answered = true;
+        return UCS_OK;
+    }
+
+    ucp_context_h  m_ctx      = NULL;
+    ucp_worker_h   m_worker   = NULL;
+    ucp_ep_h       m_ep       = NULL;
+    ucp_listener_h m_listener = NULL;
+    std::vector<ucp_ep_h> m_accepted;
+    uint16_t       m_port     = 0;
+    verify_wire    m_answer   = {};
+    bool           m_answered = false;
 };
 
 class msg_wire : public test_base {
@@ -213,8 +374,10 @@ protected:
         h.nonce = get_be(m_addr + 16, 8);
         h.len   = len;
         h.seq   = seq;
-        /* from a made-up endpoint of this domain */
+        /* from a made-up endpoint of the peer's domain (its listener) */
         memcpy(h.src, m_addr, sizeof(h.src));
+        h.src[2]   = (uint8_t)(m_raw.port() >> 8);
+        h.src[3]   = (uint8_t)m_raw.port();
         h.src[11] ^= 0x40;
         return h;
     }
@@ -536,6 +699,8 @@ TEST_F(msg_wire, sources_are_found_among_many_entries)
         uint32_t ep_id = 100000 + (uint32_t)i * 7919;
 
         memcpy(a, m_addr, 24);
+        a[2] = (uint8_t)(m_raw.port() >> 8);
+        a[3] = (uint8_t)m_raw.port();
         for (int b = 0; b < 4; ++b) {
             a[8 + b] = (uint8_t)(ep_id >> (8 * (3 - b)));
         }
@@ -577,8 +742,8 @@ TEST_F(msg_wire, sources_are_found_among_many_entries)
     }
 }
 
-/* a connection speaks for one peer domain: the first message over it names
- * that domain (here this one, a made-up endpoint of it); a later message
+/* a connection speaks for one peer domain: the one its greeting claimed and
+ * that domain confirmed (here the raw peer's listener); a message
  * naming an endpoint of another domain (another port), even one the vector
  * has, is received with no source (FI_ADDR_NOTAVAIL) and is not taken by a
  * directed receive for that entry, while the connection's own domain keeps
@@ -594,7 +759,7 @@ TEST_F(msg_wire, a_connection_names_sources_of_one_domain_only)
 
     wire_hdr own = hdr(0, 3), forged = hdr(1, 6), again = hdr(2, 5);
     /* another domain: the same host, a listener one port further */
-    uint16_t port = (uint16_t)get_be(m_addr + 2, 2) + 1;
+    uint16_t port = (uint16_t)(m_raw.port() + 1);
     forged.src[2] = (uint8_t)(port >> 8);
     forged.src[3] = (uint8_t)port;
     ASSERT_EQ(1, fi_av_insert(m_o.av, own.src, 1, &mine, 0, NULL));
