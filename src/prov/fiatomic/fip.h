@@ -514,10 +514,17 @@ void fip_msg_cleanup(fip_domain_t *domain);
 /** A connection ended: what it still holds goes on (its turn is no longer
  *  waited for), then its stream is freed (inside UCP's progress). */
 void fip_msg_stream_forget(fip_domain_t *domain, ucp_ep_h ep);
-/** A connection's greeting claims a domain: its messages wait until the
- *  claim is checked (bounded). 0, or -1 if it claimed before or already
- *  sent messages (or there is no room for it). */
-int fip_msg_stream_claim(fip_domain_t *domain, ucp_ep_h ep);
+/** A connection's greeting claims a domain: the claim is checked
+ *  (fip_caller_verify_start) at once (`now`, the caller starts it) or on
+ *  the connection's first message, and its messages wait until then
+ *  (bounded). 0, or -1 if it claimed before or already sent messages (or
+ *  there is no room for it). */
+int fip_msg_stream_claim(fip_domain_t *domain, ucp_ep_h ep,
+                         const fip_addr_t *claimed, uint64_t token, int now);
+/** Check a connection's claim: over a connection back to the domain
+ *  claimed (fip_caller.c); the stream learns the outcome. */
+void fip_caller_verify_start(fip_domain_t *domain, ucp_ep_h conn,
+                             const fip_addr_t *claimed, uint64_t token);
 /** The check ended: the connection's messages come from `who`'s domain,
  *  or (NULL) have no source; those waiting go on. */
 void fip_msg_stream_verified(fip_domain_t *domain, ucp_ep_h ep,
@@ -850,6 +857,12 @@ typedef struct fip_hello_msg {
 int fip_caller_init(fip_domain_t *domain);
 /** Greet on a new connection this domain made (the peer's hello). */
 void fip_caller_hello(fip_domain_t *domain, fip_peer_t *peer);
+/** Before the listener goes: the connection requests it queued are
+ *  accepted (progress, at most FIP_ACCEPT_DRAIN_MS). */
+#define FIP_ACCEPT_DRAIN_MS 20
+void fip_peer_accept_drain(fip_domain_t *domain);
+/** A connection a peer made ended: its claim's check, if any, too. */
+void fip_caller_conn_gone(fip_domain_t *domain, ucp_ep_h conn);
 /** The connections back to confirmed callers kept (same host): count. */
 size_t fip_caller_eps(fip_domain_t *domain, ucp_ep_h *eps);
 /** Close them, and the checks still running (the progress thread
