@@ -6,10 +6,12 @@
  * that connects greets first (FIP_AM_HELLO, sent as a UCP reply so that
  * the handler has the connection): its own domain's address (listener, or
  * process and domain nonce) and a random token of this connection. The
- * domain greeted connects back to the address claimed, with a connection
- * of its own (the listener's socket address; the published worker address
- * of that process and nonce, fip_publish.c: only a domain of this user on
- * this host publishes one), and asks there (FIP_AM_VERIFY) whether it made
+ * domain greeted connects back to the address claimed (over a listener
+ * when the connection's first message comes, without one at once), with
+ * a connection of its own (the listener's socket address; the published
+ * worker address of that process and nonce, fip_publish.c: only a domain
+ * of this user on this host publishes one), and asks there
+ * (FIP_AM_VERIFY) whether it made
  * a connection with that token to this domain; the answer
  * (FIP_AM_VERIFY_ACK) is taken only from that connection with the random
  * id of the question. Until then the connection's messages wait (held,
@@ -17,7 +19,8 @@
  * that domain; refused, unanswered, or never claimed, they have no source
  * (FI_ADDR_NOTAVAIL: no receive directed to a peer takes them). At most
  * FIP_VERIFY_MAX checks run at a time, one per connection, each bounded by
- * FIP_VERIFY_TIMEOUT_MS; a greeting beyond them is refused, and logged.
+ * FIP_VERIFY_TIMEOUT_MS; a claim beyond them is not checked (no source),
+ * and logged.
  *
  * Without a listener (same-host addresses) the connection back is also the
  * one a closing domain asks to read what it still has (fip_bye.c): the
