@@ -120,7 +120,7 @@ typedef struct fip_domain {
     struct fip_verify  *verifies;
     ucp_ep_h           *verify_gone;
     size_t             verify_gone_count;
-    int                closing;      /* connecting back to them */
+    int                closing;      /* its connections are closing */
     uint32_t           next_ep_id;   /* under lock */
     fip_mr_t           *mr_buckets[FIP_MR_BUCKETS]; /* under mr_lock */
     size_t             mr_count;
@@ -828,10 +828,8 @@ ssize_t fip_wait_loop(pthread_mutex_t *lock, pthread_cond_t *cond,
 /** Checks running at a time per domain, and how long each may take. */
 #define FIP_VERIFY_MAX         64
 #define FIP_VERIFY_TIMEOUT_MS  5000
-/** How long a closing domain waits to connect back to one caller, and to
- *  all of them. */
+/** How long a connection's wireup is waited for once the domain closes. */
 #define FIP_CALLER_TIMEOUT_MS  1000
-#define FIP_CALLERS_TIMEOUT_MS 2000
 
 /* How often the domain's waits and progress thread let libfiatomic look at
  * what is overdue: a few clock reads per call in between, and a dead
