@@ -121,7 +121,7 @@ typedef struct fip_domain {
     struct fip_verify  *verifies;
     ucp_ep_h           *verify_gone;
     size_t             verify_gone_count;
-    int                closing;      /* connecting back to them */
+    int                closing;      /* its connections are closing */
     uint32_t           next_ep_id;   /* under lock */
     fip_mr_t           *mr_buckets[FIP_MR_BUCKETS]; /* under mr_lock */
     size_t             mr_count;
@@ -559,10 +559,17 @@ void fip_msg_cleanup(fip_domain_t *domain);
 /** A connection ended: what it still holds goes on (its turn is no longer
  *  waited for), then its stream is freed (inside UCP's progress). */
 void fip_msg_stream_forget(fip_domain_t *domain, ucp_ep_h ep);
-/** A connection's greeting claims a domain: its messages wait until the
- *  claim is checked (bounded). 0, or -1 if it claimed before or already
- *  sent messages (or there is no room for it). */
-int fip_msg_stream_claim(fip_domain_t *domain, ucp_ep_h ep);
+/** A connection's greeting claims a domain: the claim is checked
+ *  (fip_caller_verify_start) at once (`now`, the caller starts it) or on
+ *  the connection's first message, and its messages wait until then
+ *  (bounded). 0, or -1 if it claimed before or already sent messages (or
+ *  there is no room for it). */
+int fip_msg_stream_claim(fip_domain_t *domain, ucp_ep_h ep,
+                         const fip_addr_t *claimed, uint64_t token, int now);
+/** Check a connection's claim: over a connection back to the domain
+ *  claimed (fip_caller.c); the stream learns the outcome. */
+void fip_caller_verify_start(fip_domain_t *domain, ucp_ep_h conn,
+                             const fip_addr_t *claimed, uint64_t token);
 /** The check ended: the connection's messages come from `who`'s domain,
  *  or (NULL) have no source; those waiting go on. */
 void fip_msg_stream_verified(fip_domain_t *domain, ucp_ep_h ep,
@@ -873,10 +880,8 @@ ssize_t fip_wait_loop(pthread_mutex_t *lock, pthread_cond_t *cond,
 /** Checks running at a time per domain, and how long each may take. */
 #define FIP_VERIFY_MAX         64
 #define FIP_VERIFY_TIMEOUT_MS  5000
-/** How long a closing domain waits to connect back to one caller, and to
- *  all of them. */
+/** How long a connection's wireup is waited for once the domain closes. */
 #define FIP_CALLER_TIMEOUT_MS  1000
-#define FIP_CALLERS_TIMEOUT_MS 2000
 
 /* How often the domain's waits and progress thread let libfiatomic look at
  * what is overdue: a few clock reads per call in between, and a dead
@@ -902,6 +907,12 @@ typedef struct fip_hello_msg {
 int fip_caller_init(fip_domain_t *domain);
 /** Greet on a new connection this domain made (the peer's hello). */
 void fip_caller_hello(fip_domain_t *domain, fip_peer_t *peer);
+/** Before the listener goes: the connection requests it queued are
+ *  accepted (progress, at most FIP_ACCEPT_DRAIN_MS). */
+#define FIP_ACCEPT_DRAIN_MS 20
+void fip_peer_accept_drain(fip_domain_t *domain);
+/** A connection a peer made ended: its claim's check, if any, too. */
+void fip_caller_conn_gone(fip_domain_t *domain, ucp_ep_h conn);
 /** The connections back to confirmed callers kept (same host): count. */
 size_t fip_caller_eps(fip_domain_t *domain, ucp_ep_h *eps);
 /** Close them, and the checks still running (the progress thread

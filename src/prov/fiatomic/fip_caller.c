@@ -6,10 +6,12 @@
  * that connects greets first (FIP_AM_HELLO, sent as a UCP reply so that
  * the handler has the connection): its own domain's address (listener, or
  * process and domain nonce) and a random token of this connection. The
- * domain greeted connects back to the address claimed, with a connection
- * of its own (the listener's socket address; the published worker address
- * of that process and nonce, fip_publish.c: only a domain of this user on
- * this host publishes one), and asks there (FIP_AM_VERIFY) whether it made
+ * domain greeted connects back to the address claimed (over a listener
+ * when the connection's first message comes, without one at once), with
+ * a connection of its own (the listener's socket address; the published
+ * worker address of that process and nonce, fip_publish.c: only a domain
+ * of this user on this host publishes one), and asks there
+ * (FIP_AM_VERIFY) whether it made
  * a connection with that token to this domain; the answer
  * (FIP_AM_VERIFY_ACK) is taken only from that connection with the random
  * id of the question. Until then the connection's messages wait (held,
@@ -17,7 +19,8 @@
  * that domain; refused, unanswered, or never claimed, they have no source
  * (FI_ADDR_NOTAVAIL: no receive directed to a peer takes them). At most
  * FIP_VERIFY_MAX checks run at a time, one per connection, each bounded by
- * FIP_VERIFY_TIMEOUT_MS; a greeting beyond them is refused, and logged.
+ * FIP_VERIFY_TIMEOUT_MS; a claim beyond them is not checked (no source),
+ * and logged.
  *
  * Without a listener (same-host addresses) the connection back is also the
  * one a closing domain asks to read what it still has (fip_bye.c): the
@@ -171,6 +174,22 @@ static void fip_caller_verify_err(void *arg, ucp_ep_h ep, ucs_status_t status)
     fip_bye_ep_gone(domain, ep);
 }
 
+void fip_caller_conn_gone(fip_domain_t *domain, ucp_ep_h conn)
+{
+    size_t i;
+
+    /* its check ends with it: UCP may give a later connection the same
+     * handle, which this check must not confirm */
+    pthread_mutex_lock(&domain->conn_lock);
+    for (i = 0; i < FIP_VERIFY_MAX; ++i) {
+        if (domain->verifies[i].conn == conn) {
+            fip_caller_verify_end(domain, &domain->verifies[i], 0,
+                                  "the connection ended first");
+        }
+    }
+    pthread_mutex_unlock(&domain->conn_lock);
+}
+
 /* this domain's own connection to the domain claimed */
 static int fip_caller_connect_back(fip_domain_t *domain,
                                    const fip_addr_t *claimed, ucp_ep_h *ep)
@@ -208,7 +227,60 @@ static int fip_caller_connect_back(fip_domain_t *domain,
     return (status == UCS_OK) ? 0 : -FI_ECONNREFUSED;
 }
 
-/* the greeting: the domain the connection claims to be, and its token */
+void fip_caller_verify_start(fip_domain_t *domain, ucp_ep_h conn,
+                             const fip_addr_t *claimed, uint64_t token)
+{
+    fip_verify_msg_t *ask;
+    fip_verify_t *v = NULL;
+    size_t i;
+
+    pthread_mutex_lock(&domain->conn_lock);
+    fip_caller_sweep(domain);
+    for (i = 0; i < FIP_VERIFY_MAX; ++i) {
+        if (domain->verifies[i].conn == NULL) {
+            v = &domain->verifies[i];
+            break;
+        }
+    }
+    ask = calloc(1, sizeof(*ask));
+    if ((v == NULL) || (ask == NULL) || (fip_ep_nonce(&v->req_id) != 0)) {
+        pthread_mutex_unlock(&domain->conn_lock);
+        free(ask);
+        FI_WARN_SPARSE(&fip_provider, FI_LOG_EP_CTRL,
+                       "a connection's claim is not checked (%d checks "
+                       "running, or no memory): its messages have no "
+                       "source\n", FIP_VERIFY_MAX);
+        fip_msg_stream_verified(domain, conn, NULL);
+        return;
+    }
+    v->conn     = conn;
+    v->claimed  = *claimed;
+    v->deadline = fip_wait_deadline(FIP_VERIFY_TIMEOUT_MS);
+    if (fip_caller_connect_back(domain, claimed, &v->ep) != 0) {
+        free(ask);
+        v->ep = NULL;
+        fip_caller_verify_end(domain, v, 0,
+                              "the address claimed cannot be reached");
+        pthread_mutex_unlock(&domain->conn_lock);
+        return;
+    }
+    ask->magic  = FIP_VERIFY_MAGIC;
+    ask->token  = token;
+    ask->req_id = v->req_id;
+    if (domain->local) {
+        ask->pid   = (uint32_t)getpid();
+        ask->nonce = domain->nonce;
+    } else {
+        ask->ipv4  = domain->listen_ipv4;
+        ask->port  = domain->listen_port;
+    }
+    fip_caller_send(v->ep, FIP_AM_VERIFY, ask, sizeof(*ask));
+    pthread_mutex_unlock(&domain->conn_lock);
+}
+
+/* the greeting: the domain the connection claims to be, and its token;
+ * over a listener checked on the connection's first message (a connection
+ * that sends none, for RMA and atomics only, costs no connection back) */
 static ucs_status_t fip_caller_handler(void *arg, const void *header,
                                        size_t header_length, void *data,
                                        size_t length,
@@ -216,11 +288,7 @@ static ucs_status_t fip_caller_handler(void *arg, const void *header,
 {
     fip_domain_t *domain = arg;
     fip_addr_t claimed   = {0};
-    fip_verify_msg_t *ask;
-    fip_verify_t *v = NULL;
     fip_hello_msg_t msg;
-    const char *why;
-    size_t i;
 
     if ((header_length != sizeof(msg)) || (length != 0) ||
         !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
@@ -244,61 +312,18 @@ static ucs_status_t fip_caller_handler(void *arg, const void *header,
                        "greeting dropped: malformed\n");
         return UCS_OK;
     }
-
-    pthread_mutex_lock(&domain->conn_lock);
-    fip_caller_sweep(domain);
-    why = "too many connections being checked";
-    for (i = 0; i < FIP_VERIFY_MAX; ++i) {
-        if (domain->verifies[i].conn == NULL) {
-            v = &domain->verifies[i];
-            break;
-        }
+    /* one claim per connection, before its first message; without a
+     * listener checked at once, as its connection back is the closing
+     * handshake's to that caller whether it sends messages or not */
+    if (fip_msg_stream_claim(domain, param->reply_ep, &claimed, msg.token,
+                             domain->local) != 0) {
+        FI_WARN_SPARSE(&fip_provider, FI_LOG_EP_CTRL,
+                       "greeting refused: a second claim, or one after "
+                       "the connection's messages\n");
+    } else if (domain->local) {
+        fip_caller_verify_start(domain, param->reply_ep, &claimed,
+                                msg.token);
     }
-    if (v == NULL) {
-        goto refuse;
-    }
-    /* one claim per connection, before its first message */
-    why = "a second claim, or one after its messages";
-    if (fip_msg_stream_claim(domain, param->reply_ep) != 0) {
-        goto refuse;
-    }
-    ask = calloc(1, sizeof(*ask));
-    if ((ask == NULL) || (fip_ep_nonce(&v->req_id) != 0)) {
-        free(ask);
-        fip_msg_stream_verified(domain, param->reply_ep, NULL);
-        why = "no memory";
-        goto refuse;
-    }
-    v->conn     = param->reply_ep;
-    v->claimed  = claimed;
-    v->deadline = fip_wait_deadline(FIP_VERIFY_TIMEOUT_MS);
-    if (fip_caller_connect_back(domain, &claimed, &v->ep) != 0) {
-        free(ask);
-        v->ep = NULL;
-        fip_caller_verify_end(domain, v, 0,
-                              "the address claimed cannot be reached");
-        pthread_mutex_unlock(&domain->conn_lock);
-        return UCS_OK;
-    }
-    ask->magic = FIP_VERIFY_MAGIC;
-    ask->token = msg.token;
-    ask->req_id = v->req_id;
-    if (domain->local) {
-        ask->pid   = (uint32_t)getpid();
-        ask->nonce = domain->nonce;
-    } else {
-        ask->ipv4  = domain->listen_ipv4;
-        ask->port  = domain->listen_port;
-    }
-    fip_caller_send(v->ep, FIP_AM_VERIFY, ask, sizeof(*ask));
-    pthread_mutex_unlock(&domain->conn_lock);
-    return UCS_OK;
-
-refuse:
-    pthread_mutex_unlock(&domain->conn_lock);
-    FI_WARN_SPARSE(&fip_provider, FI_LOG_EP_CTRL,
-                   "greeting refused: %s; the connection's messages have "
-                   "no source\n", why);
     return UCS_OK;
 }
 

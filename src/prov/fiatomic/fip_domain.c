@@ -24,6 +24,7 @@ static int fip_ucs_errno(ucs_status_t status)
 static void fip_domain_release(fip_domain_t *domain)
 {
     fip_progress_stop(domain);
+    fip_peer_accept_drain(domain);
     /* no new connections while the others close */
     fip_listen_stop(domain);
     fip_publish_stop(domain);

@@ -74,6 +74,7 @@ typedef struct fip_msg_held {
 /* who a connection is (fip_caller.c) */
 enum {
     FIP_STREAM_UNKNOWN,   /* no claim: its messages have no source */
+    FIP_STREAM_GREETED,   /* a claim, checked on the first message */
     FIP_STREAM_CLAIMED,   /* a claim being checked: its messages wait */
     FIP_STREAM_CONFIRMED, /* its messages come from `sender`'s domain */
     FIP_STREAM_REFUSED    /* no source */
@@ -86,7 +87,9 @@ typedef struct fip_msg_stream {
     uint64_t              expected;   /* the next seq to deliver */
     int                   state;      /* FIP_STREAM_* */
     int64_t               deadline;   /* CLAIMED: waits no longer */
-    fip_addr_t            sender;     /* CONFIRMED: the peer domain */
+    fip_addr_t            sender;     /* the domain claimed, CONFIRMED:
+                                         the peer domain */
+    uint64_t              token;      /* the greeting's */
     fip_msg_held_t        *held;      /* sorted by seq */
 } fip_msg_stream_t;
 
@@ -567,8 +570,23 @@ static void fip_msg_stream_drain(fip_domain_t *domain,
 {
     fip_msg_held_t *held;
 
-    while (((held = stream->held) != NULL) &&
-           (all || (held->hdr.seq == stream->expected))) {
+    while ((held = stream->held) != NULL) {
+        if (!all && (held->hdr.seq < stream->expected)) {
+            /* a number held twice (its repeat came while the connection's
+             * claim was checked) is delivered once */
+            stream->held        = held->next;
+            domain->held_count -= 1;
+            if (held->desc != NULL) {
+                ucp_am_data_release(domain->ucp_worker, held->desc);
+            } else {
+                domain->held_bytes -= held->hdr.len;
+            }
+            free(held);
+            continue;
+        }
+        if (!all && (held->hdr.seq != stream->expected)) {
+            break;
+        }
         stream->held      = held->next;
         stream->expected  = held->hdr.seq + 1;
         domain->held_count -= 1;
@@ -604,7 +622,8 @@ static int fip_msg_hold(fip_domain_t *domain, fip_msg_stream_t *stream,
     if (!rndv) {
         memcpy(held + 1, data, bytes);
     }
-    for (p = &stream->held; (*p != NULL) && ((*p)->hdr.seq < hdr->seq);
+    /* after any of the same number: the first one is delivered */
+    for (p = &stream->held; (*p != NULL) && ((*p)->hdr.seq <= hdr->seq);
          p = &(*p)->next) {
     }
     held->next = *p;
@@ -623,6 +642,8 @@ static ucs_status_t fip_msg_handler(void *arg, const void *header,
     int rndv = !!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV);
     ucs_status_t status  = UCS_OK;
     fip_msg_stream_t *stream;
+    fip_addr_t claimed   = {0};
+    uint64_t token       = 0;
     fip_msg_hdr_t hdr;
     fip_addr_t src;
 
@@ -648,6 +669,14 @@ static ucs_status_t fip_msg_handler(void *arg, const void *header,
         /* no room for another connection, or a number already delivered
          * (the sender does not repeat one) */
         goto out;
+    }
+    if (stream->state == FIP_STREAM_GREETED) {
+        /* the first message: the claim is checked now (below, once the
+         * stream is let go), its messages wait meanwhile */
+        stream->state    = FIP_STREAM_CLAIMED;
+        stream->deadline = fip_wait_deadline(FIP_VERIFY_TIMEOUT_MS);
+        claimed          = stream->sender;
+        token            = stream->token;
     }
     if ((stream->state == FIP_STREAM_CLAIMED) &&
         (fip_now_ns() >= stream->deadline)) {
@@ -683,10 +712,14 @@ static ucs_status_t fip_msg_handler(void *arg, const void *header,
     fip_msg_stream_drain(domain, stream, 0);
 out:
     pthread_mutex_unlock(&domain->stream_lock);
+    if (token != 0) {
+        fip_caller_verify_start(domain, param->reply_ep, &claimed, token);
+    }
     return status;
 }
 
-int fip_msg_stream_claim(fip_domain_t *domain, ucp_ep_h ep)
+int fip_msg_stream_claim(fip_domain_t *domain, ucp_ep_h ep,
+                         const fip_addr_t *claimed, uint64_t token, int now)
 {
     fip_msg_stream_t *stream;
     int ret = -1;
@@ -695,8 +728,10 @@ int fip_msg_stream_claim(fip_domain_t *domain, ucp_ep_h ep)
     stream = fip_msg_stream_get(domain, ep);
     if ((stream != NULL) && (stream->state == FIP_STREAM_UNKNOWN) &&
         (stream->expected == 0) && (stream->held == NULL)) {
-        stream->state    = FIP_STREAM_CLAIMED;
+        stream->state    = now ? FIP_STREAM_CLAIMED : FIP_STREAM_GREETED;
         stream->deadline = fip_wait_deadline(FIP_VERIFY_TIMEOUT_MS);
+        stream->sender   = *claimed;
+        stream->token    = token;
         ret              = 0;
     }
     pthread_mutex_unlock(&domain->stream_lock);

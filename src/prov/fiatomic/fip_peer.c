@@ -42,8 +42,9 @@ static void fip_peer_accepted_err(void *arg, ucp_ep_h ep,
 
     /* the peer went away: a closing domain waits no more for its answer */
     fip_bye_ep_gone(domain, ep);
-    /* what it sent before goes on; its slot is free for another peer, its
-     * endpoint closed later */
+    /* its claim's check ends; what it sent before goes on; its slot is
+     * free for another peer, its endpoint closed later */
+    fip_caller_conn_gone(domain, ep);
     fip_msg_stream_forget(domain, ep);
     pthread_mutex_lock(&domain->conn_lock);
     for (i = 0; i < domain->accepted_count; ++i) {
@@ -71,6 +72,24 @@ static void fip_peer_gone_close(fip_domain_t *domain)
         if (UCS_PTR_IS_PTR(req)) {
             ucp_request_free(req);
         }
+    }
+}
+
+void fip_peer_accept_drain(fip_domain_t *domain)
+{
+    int64_t deadline = fip_wait_deadline(FIP_ACCEPT_DRAIN_MS);
+    int idle         = 0;
+
+    /* UCX 1.13's ucp_listener_destroy drops the connection requests it
+     * has queued for the program without rejecting them, and an event on
+     * one later calls into freed memory: the requests that came (a peer's
+     * connection back to check this domain's greeting, fip_caller.c) reach
+     * fip_peer_accept first, bounded */
+    if (domain->ucp_listener == NULL) {
+        return;
+    }
+    while ((idle < 3) && (fip_now_ns() < deadline)) {
+        idle = (fip_domain_worker_progress(domain) == 0) ? idle + 1 : 0;
     }
 }
 
