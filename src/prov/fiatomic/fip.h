@@ -875,8 +875,8 @@ ssize_t fip_wait_loop(pthread_mutex_t *lock, pthread_cond_t *cond,
  *  (fip_caller.c). */
 #define FIP_AM_HELLO           1017
 /** The check of a greeting's claim, and its answer (fip_caller.c). */
-#define FIP_AM_VERIFY          1018
-#define FIP_AM_VERIFY_ACK      1019
+#define FIP_AM_VERIFY          1020
+#define FIP_AM_VERIFY_ACK      1021
 /** Checks running at a time per domain, and how long each may take. */
 #define FIP_VERIFY_MAX         64
 #define FIP_VERIFY_TIMEOUT_MS  5000

@@ -99,8 +99,8 @@ struct verify_wire {
 };
 
 const unsigned am_hello      = 1017;
-const unsigned am_verify     = 1018;
-const unsigned am_verify_ack = 1019;
+const unsigned am_verify     = 1020;
+const unsigned am_verify_ack = 1021;
 const uint32_t hello_magic   = 0x66697048u;
 const uint32_t verify_magic  = 0x66697056u;
 

@@ -76,8 +76,8 @@ void raw_err(void *arg, ucp_ep_h ep, ucs_status_t status)
 
 /* the greeting and the question about it (fip_caller.c) */
 const unsigned am_hello      = 1017;
-const unsigned am_verify     = 1018;
-const unsigned am_verify_ack = 1019;
+const unsigned am_verify     = 1020;
+const unsigned am_verify_ack = 1021;
 const uint64_t raw_token     = 0x70ca11ab1eull;
 
 struct hello_wire {
