@@ -182,6 +182,9 @@ if [ -n "${SOS_AMO_LANE:-}" ]; then
     if [ $judged_lanes -eq 0 ]; then
         echo "run-sos: no test printed an endpoint configuration"
         logcheck=1
+    elif [ $lanes_bad -eq 0 ] && [ "$SOS_AMO_LANE" = none ]; then
+        echo "run-sos: no AMO lane in any process of all $judged_lanes" \
+             "tests that connected ($unconnected did not)"
     elif [ $lanes_bad -eq 0 ]; then
         echo "run-sos: AMO lanes on $SOS_AMO_LANE in every process of all $judged_lanes" \
              "tests that connected ($unconnected did not)"

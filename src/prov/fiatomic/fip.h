@@ -458,11 +458,18 @@ extern struct fi_ops_tagged fip_tagged_ops;
 /** A piece's request to the target, and the target's answer. */
 #define FIP_AM_RMA_REQ       1018
 #define FIP_AM_RMA_REP       1019
-/** The most bytes one piece carries (fip_rma.c cuts longer ones). */
-#define FIP_RMA_PIECE_MAX    (1UL << 20)
+/** The most bytes one piece carries (fip_rma.c cuts longer ones): each
+ *  piece is a rendezvous handshake with the target (Sandia OpenSHMEM's
+ *  bigget, 16 MiB reads over posix on a loaded machine: 17 s per 100 with
+ *  4 MiB pieces, 10 s with 16 MiB). */
+#define FIP_RMA_PIECE_MAX    (16UL << 20)
 /** Pieces an initiator has waiting for answers from one peer, and answers
  *  and rendezvous a target holds for one connection. */
 #define FIP_RMA_PEER_INFLIGHT 256
+/** Bytes an initiator has waiting for one peer (one operation alone may
+ *  have more), so that a few initiators stay under the target's
+ *  FIP_RMA_HELD_MAX. */
+#define FIP_RMA_PEER_BYTES   (64UL << 20)
 /** Bytes a target holds for all its connections' answers and bounces. */
 #define FIP_RMA_HELD_MAX     (256UL << 20)
 /** How long a piece waits for its answer. */
@@ -471,11 +478,13 @@ extern struct fi_ops_tagged fip_tagged_ops;
 int fip_rma_wire_init(fip_domain_t *domain);
 /** Free what is left (after the worker is destroyed). */
 void fip_rma_wire_cleanup(fip_domain_t *domain);
-/** Count `pieces` more waiting for `peer`'s answers: 0, or -FI_EAGAIN
- *  beyond FIP_RMA_PEER_INFLIGHT; unreserve those not posted. Each posted
- *  piece lets go of its count when it completes. */
-int fip_rma_wire_reserve(fip_peer_t *peer, size_t pieces);
-void fip_rma_wire_unreserve(fip_peer_t *peer, size_t pieces);
+/** Count `pieces` of `bytes` more waiting for `peer`'s answers: 0, or
+ *  -FI_EAGAIN beyond FIP_RMA_PEER_INFLIGHT or FIP_RMA_PEER_BYTES (unless
+ *  nothing waits); unreserve those not posted. Each posted piece lets go
+ *  of its count when it completes. */
+int fip_rma_wire_reserve(fip_peer_t *peer, size_t pieces, uint64_t bytes);
+void fip_rma_wire_unreserve(fip_peer_t *peer, size_t pieces,
+                            uint64_t bytes);
 /** Post one piece of `op` (reading: into lbuf) of len bytes (1 ..
  *  FIP_RMA_PIECE_MAX) at the program's `key` and remote `addr`: two pieces
  *  of op (the send and the answer) are started. 0, or -FI_ENOMEM (none). */
@@ -877,6 +886,7 @@ struct fip_peer {
     int                failed;      /* atomic: UCP reported the peer dead */
     int                rma_inflight; /* atomic: RMA pieces waiting for
                                         their answer (fip_rma_wire.c) */
+    uint64_t           rma_bytes;    /* atomic: and their bytes */
     fip_rkey_t         *keys[FIP_PEER_KEY_BUCKETS]; /* under peer_lock */
     size_t             key_count;
 };

@@ -71,7 +71,7 @@ static ssize_t fip_rma_post(fip_ep_t *ep, const struct fi_msg_rma *msg,
     uint64_t raddr;
     ucp_rkey_h rkey;
     size_t total, remote = 0, li = 0, loff = 0, ri, roff, n;
-    size_t pieces, posted = 0;
+    size_t pieces, posted = 0, posted_bytes = 0;
     ucs_status_t nomem = UCS_ERR_NO_MEMORY, ok;
     fip_peer_t *peer;
     uint64_t fkey;
@@ -119,7 +119,7 @@ static ssize_t fip_rma_post(fip_ep_t *ep, const struct fi_msg_rma *msg,
     }
 
     pieces = fip_rma_piece_count(msg);
-    ret    = fip_rma_wire_reserve(peer, pieces);
+    ret    = fip_rma_wire_reserve(peer, pieces, total);
     if (ret != 0) {
         return ret;
     }
@@ -127,7 +127,7 @@ static ssize_t fip_rma_post(fip_ep_t *ep, const struct fi_msg_rma *msg,
                       FI_RMA | (reading ? FI_READ : FI_WRITE), NULL,
                       (flags & FI_INJECT) ? total : 0);
     if (op == NULL) {
-        fip_rma_wire_unreserve(peer, pieces);
+        fip_rma_wire_unreserve(peer, pieces, total);
         return -FI_ENOMEM;
     }
     op->pending = 1; /* held while posting */
@@ -167,6 +167,7 @@ static ssize_t fip_rma_post(fip_ep_t *ep, const struct fi_msg_rma *msg,
                 break;
             }
             ++posted;
+            posted_bytes += len;
         }
         n    += len;
         loff += len;
@@ -181,7 +182,7 @@ static ssize_t fip_rma_post(fip_ep_t *ep, const struct fi_msg_rma *msg,
         }
     }
     /* the pieces never posted wait for nothing */
-    fip_rma_wire_unreserve(peer, pieces - posted);
+    fip_rma_wire_unreserve(peer, pieces - posted, total - posted_bytes);
 
     failed_at_once = (__atomic_load_n(&op->status, __ATOMIC_ACQUIRE) !=
                       UCS_OK) &&

@@ -403,7 +403,7 @@ static void fip_rma_finish(fip_rma_wait_t *wait, int status)
     fip_op_t *op = wait->op;
     int none     = 0;
 
-    __atomic_sub_fetch(&wait->peer->rma_inflight, 1, __ATOMIC_RELAXED);
+    fip_rma_wire_unreserve(wait->peer, 1, wait->req.len);
     if (status != 0) {
         /* the operation's first error is its own */
         __atomic_compare_exchange_n(&op->err, &none, -status, 0,
@@ -510,20 +510,24 @@ static void fip_rma_sent_cb(void *request, ucs_status_t status,
     fip_rma_sent(user_data, status);
 }
 
-int fip_rma_wire_reserve(fip_peer_t *peer, size_t pieces)
+int fip_rma_wire_reserve(fip_peer_t *peer, size_t pieces, uint64_t bytes)
 {
-    if (__atomic_add_fetch(&peer->rma_inflight, (int)pieces,
-                           __ATOMIC_RELAXED) > FIP_RMA_PEER_INFLIGHT) {
-        __atomic_sub_fetch(&peer->rma_inflight, (int)pieces,
-                           __ATOMIC_RELAXED);
+    uint64_t held = __atomic_add_fetch(&peer->rma_bytes, bytes,
+                                       __ATOMIC_RELAXED);
+
+    if ((__atomic_add_fetch(&peer->rma_inflight, (int)pieces,
+                            __ATOMIC_RELAXED) > FIP_RMA_PEER_INFLIGHT) ||
+        ((held > FIP_RMA_PEER_BYTES) && (held != bytes))) {
+        fip_rma_wire_unreserve(peer, pieces, bytes);
         return -FI_EAGAIN;
     }
     return 0;
 }
 
-void fip_rma_wire_unreserve(fip_peer_t *peer, size_t pieces)
+void fip_rma_wire_unreserve(fip_peer_t *peer, size_t pieces, uint64_t bytes)
 {
     __atomic_sub_fetch(&peer->rma_inflight, (int)pieces, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(&peer->rma_bytes, bytes, __ATOMIC_RELAXED);
 }
 
 int fip_rma_wire_post(fip_op_t *op, fip_peer_t *peer, int reading,
