@@ -213,8 +213,9 @@ ucs_status_t raw_peer::wait(ucs_status_ptr_t req, int timeout_ms)
     }
     while ((status = ucp_request_check_status(req)) == UCS_INPROGRESS) {
         if (now_ms() > deadline) {
-            /* freed by UCP when it completes (at the latest on close) */
-            ucp_request_free(req);
+            /* kept, and freed once the endpoint's close finished it:
+             * UCX 1.13.1 faulted purging a request freed in flight */
+            m_inflight.push_back(req);
             return UCS_ERR_TIMED_OUT;
         }
         ucp_worker_progress(m_worker);
@@ -260,6 +261,20 @@ void raw_peer::disconnect()
     req                = ucp_ep_close_nbx(m_ep, &param);
     (void)wait(req, 5000);
     m_ep = NULL;
+    /* the close finished what was in flight (with an error) */
+    int64_t deadline = now_ms() + 5000;
+    while (!m_inflight.empty() && (now_ms() < deadline)) {
+        ucp_worker_progress(m_worker);
+        for (size_t i = 0; i < m_inflight.size();) {
+            if (ucp_request_check_status(m_inflight[i]) != UCS_INPROGRESS) {
+                ucp_request_free(m_inflight[i]);
+                m_inflight[i] = m_inflight.back();
+                m_inflight.pop_back();
+            } else {
+                ++i;
+            }
+        }
+    }
     /* the endpoint's requests are finished: their rkeys can go */
     for (auto &entry : m_rkeys) {
         ucp_rkey_destroy(entry.second);
@@ -270,13 +285,15 @@ void raw_peer::disconnect()
 void raw_peer::close()
 {
     disconnect();
-    if (m_memh != NULL) {
-        ucp_mem_unmap(m_context, m_memh);
-        m_memh = NULL;
-    }
+    /* the worker first: destroying it purges requests still in flight,
+     * which release their registrations of the buffer */
     if (m_worker != NULL) {
         ucp_worker_destroy(m_worker);
         m_worker = NULL;
+    }
+    if (m_memh != NULL) {
+        ucp_mem_unmap(m_context, m_memh);
+        m_memh = NULL;
     }
     if (m_context != NULL) {
         ucp_cleanup(m_context);

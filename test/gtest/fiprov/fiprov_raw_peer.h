@@ -99,6 +99,8 @@ private:
     size_t        m_len     = 0;
     ucs_status_t  m_ep_status = UCS_OK;
     std::map<std::vector<uint8_t>, ucp_rkey_h> m_rkeys;
+    /* requests that timed out, freed once finished */
+    std::vector<void*> m_inflight;
     uint64_t      m_amo_reply64 = 0;
     uint32_t      m_amo_reply32 = 0;
 };
