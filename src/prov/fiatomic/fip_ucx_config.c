@@ -20,6 +20,11 @@
  * at whatever address the request names, with no check, whatever the UCP
  * context asked for, and its interface offers PUT to every peer while the
  * setting is on. The provider never uses it (its RMA is its own protocol).
+ * UCX 1.22's UCP puts by it to a peer that offers it; 1.13's puts by its
+ * software RMA (which the provider's context does not take), and 1.13.1
+ * aborts in wireup (wireup.c: ep_addr_index < num_ep_addrs) when a domain
+ * without tcp's PUT is connected back to, so the setting is made from UCX
+ * 1.22 on only.
  */
 #include "fip.h"
 
@@ -33,12 +38,13 @@ typedef struct {
     const char *env;      /* the environment's name */
     const char *value;
     int        shm;       /* UCX_TLS's shared-memory aliases take it in */
+    int        from_122;  /* made on UCX 1.22 and later only */
 } fip_ucx_tl_setting_t;
 
 static const fip_ucx_tl_setting_t fip_ucx_tl_settings[] = {
-    {"posix", "POSIX_ERROR_HANDLING", "UCX_POSIX_ERROR_HANDLING", "y", 1},
-    {"sysv",  "SYSV_ERROR_HANDLING",  "UCX_SYSV_ERROR_HANDLING",  "y", 1},
-    {"tcp",   "TCP_PUT_ENABLE",       "UCX_TCP_PUT_ENABLE",       "n", 0}
+    {"posix", "POSIX_ERROR_HANDLING", "UCX_POSIX_ERROR_HANDLING", "y", 1, 0},
+    {"sysv",  "SYSV_ERROR_HANDLING",  "UCX_SYSV_ERROR_HANDLING",  "y", 1, 0},
+    {"tcp",   "TCP_PUT_ENABLE",       "UCX_TCP_PUT_ENABLE",       "n", 0, 1}
 };
 
 /* UCX_TLS's names that take in every shared-memory transport */
@@ -100,8 +106,9 @@ void fip_ucx_env_begin(fip_ucx_env_t *env)
     }
     for (i = 0; i < sizeof(fip_ucx_tl_settings) / sizeof(fip_ucx_tl_settings[0]);
          ++i) {
-        /* a value the user set stays */
-        if (fip_ucx_tls_names(tls, fip_ucx_tl_settings[i].tl,
+        /* a value the user set stays; the environment is UCX 1.13's way */
+        if (!fip_ucx_tl_settings[i].from_122 &&
+            fip_ucx_tls_names(tls, fip_ucx_tl_settings[i].tl,
                               fip_ucx_tl_settings[i].shm) &&
             (getenv(fip_ucx_tl_settings[i].env) == NULL) &&
             (setenv(fip_ucx_tl_settings[i].env, fip_ucx_tl_settings[i].value,

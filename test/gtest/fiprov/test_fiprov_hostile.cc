@@ -745,7 +745,7 @@ TEST_P(hostile, am_provider_ids_garbage)
     const size_t data_lens[]   = {0, 1, 8, 24, 4096, 70000};
     unsigned seed              = 12345;
 
-    for (unsigned id = 1008; id <= 1020; ++id) {
+    for (unsigned id = 1008; id <= 1022; ++id) {
         for (size_t hl : header_lens) {
             for (size_t dl : data_lens) {
                 std::vector<uint8_t> header(hl), data(dl);
@@ -841,6 +841,18 @@ TEST_P(hostile_listener, bound_to_the_published_address_only)
     check_target_intact();
 }
 
+/* Whether the provider turns tcp's PUT off: from UCX 1.22 on (before, UCP
+ * puts by its software RMA, and the provider keeps UCX's setting). */
+#define SKIP_BEFORE_UCX_1_22() \
+    do { \
+        unsigned _major, _minor, _release; \
+        ucp_get_version(&_major, &_minor, &_release); \
+        if (UCP_VERSION(_major, _minor) < UCP_VERSION(1, 22)) { \
+            GTEST_SKIP() << "UCX " << _major << "." << _minor \
+                         << ": the provider turns tcp's PUT off from 1.22"; \
+        } \
+    } while (0)
+
 /* The zero-copy RMA lanes a raw peer's endpoint to the target has, after
  * a message wired it up: over tcp, UCT's PUT (executed at any address the
  * request names), offered by the target's tcp interface. */
@@ -855,6 +867,7 @@ static bool raw_peer_has_rma_bw_lane(raw_peer *raw, const std::string &what)
 
 TEST_P(hostile_rma, tcp_put_not_offered)
 {
+    SKIP_BEFORE_UCX_1_22();
     EXPECT_FALSE(raw_peer_has_rma_bw_lane(&m_raw, "the provider"))
         << "the provider's tcp interface offers zero-copy PUT: "
         << m_raw.ep_info();
@@ -880,6 +893,7 @@ protected:
 
 TEST_P(hostile_tcp_put_on, tcp_put_offered)
 {
+    SKIP_BEFORE_UCX_1_22();
     EXPECT_TRUE(raw_peer_has_rma_bw_lane(&m_raw, "the provider"))
         << m_raw.ep_info();
 }
