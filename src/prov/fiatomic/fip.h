@@ -202,9 +202,6 @@ struct fip_mr {
     void               *packed;     /* mem's packed key, for the key
                                        service */
     size_t             packed_len;
-    ucp_mem_h          ucp_mem;     /* the region mapped for RMA */
-    void               *rkey_buf;   /* its packed UCP rkey */
-    size_t             rkey_len;
 };
 
 typedef struct fip_cntr {
@@ -951,7 +948,6 @@ typedef struct fip_rkey {
     uint64_t           remote_base; /* the address the program gives for
                                        vaddr (an offset with program keys) */
     uint64_t           access;      /* FI_REMOTE_READ, FI_REMOTE_WRITE */
-    ucp_rkey_h         ucp_rkey;    /* for RMA */
 } fip_rkey_t;
 
 struct fip_peer {
@@ -983,12 +979,12 @@ int fip_peer_get(fip_domain_t *domain, const fip_addr_t *addr,
  *  program's remote address `addr` of `len` bytes (atomics: 1, libfiatomic
  *  checks each element) with `access` (FI_REMOTE_READ/WRITE: what the
  *  operation reads or writes, atomics included): *raddr_p, and
- *  libfiatomic's key and UCP's rkey. -FI_ENOKEY for a key the peer does
+ *  libfiatomic's key. -FI_ENOKEY for a key the peer does
  *  not know, -FI_EINVAL for bytes outside the region, -FI_EACCES without
  *  the access, -FI_ETIMEDOUT. */
 int fip_peer_key(fip_domain_t *domain, fip_peer_t *peer, uint64_t key,
                  uint64_t addr, uint64_t len, uint64_t access,
-                 uint64_t *fkey_p, uint64_t *raddr_p, ucp_rkey_h *rkey_p);
+                 uint64_t *fkey_p, uint64_t *raddr_p);
 
 /** The peer domain on `ep` said it closes (fip_bye.c): later operations
  *  to it fail at once (-FI_EIO). Without a connection manager nothing else
@@ -1006,10 +1002,8 @@ int fip_key_service_init(fip_domain_t *domain);
 
 /** What a peer's key service answered for a key. */
 typedef struct fip_key_reply {
-    void     *data;        /* fkey_len bytes of libfiatomic key, then
-                              rkey_len of UCP rkey; malloc'd */
+    void     *data;        /* fkey_len bytes of libfiatomic key; malloc'd */
     size_t   fkey_len;
-    size_t   rkey_len;
     uint64_t vaddr;
     uint64_t length;
     uint64_t remote_base;

@@ -150,7 +150,6 @@ static int fip_atomic_target(fip_ep_t *ep, fi_addr_t dest, uint64_t access,
                              const struct fi_rma_ioc *rma_iov, size_t count,
                              struct fi_rma_ioc *out, fip_peer_t **peer_p)
 {
-    ucp_rkey_h rkey;
     size_t i;
     int ret;
 
@@ -166,7 +165,7 @@ static int fip_atomic_target(fip_ep_t *ep, fi_addr_t dest, uint64_t access,
         /* the region's bounds per element are libfiatomic's to check */
         ret = fip_peer_key(ep->domain, *peer_p, rma_iov[i].key,
                            rma_iov[i].addr, 1, access, &out[i].key,
-                           &out[i].addr, &rkey);
+                           &out[i].addr);
         if (ret != 0) {
             return ret;
         }

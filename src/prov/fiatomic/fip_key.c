@@ -3,7 +3,7 @@
  * On its first use with a peer, the initiator asks the peer's domain, in a
  * UCP active message, what the key names; the target looks the key up in
  * its key table (fip_mr.c) and answers with the region's libfiatomic
- * packed key, a UCP rkey for RMA, its address, length, remote access and
+ * packed key, its address, length, remote access and
  * the base the program addresses it by, or with -FI_ENOKEY for a key it does not have (guessed, forged, or
  * of a region closed since): such a key reaches no memory. Both sides
  * validate what they receive (exact lengths, a magic word, the reply's
@@ -35,8 +35,7 @@ typedef struct fip_key_req_msg {
     uint64_t key;
 } fip_key_req_msg_t;
 
-/* followed by fkey_len bytes of libfiatomic key, then rkey_len bytes of
- * UCP rkey (RMA) */
+/* followed by fkey_len bytes of libfiatomic key */
 typedef struct fip_key_rep_msg {
     uint32_t magic;
     int32_t  status;    /* 0 or -FI_E* */
@@ -46,7 +45,7 @@ typedef struct fip_key_rep_msg {
     uint64_t remote_base;
     uint64_t access;    /* FI_REMOTE_READ, FI_REMOTE_WRITE */
     uint32_t fkey_len;
-    uint32_t rkey_len;
+    uint32_t reserved;  /* 0 */
 } fip_key_rep_msg_t;
 
 /* a request waiting for its reply, on the waiter's stack */
@@ -118,8 +117,8 @@ static ucs_status_t fip_key_req_handler(void *arg, const void *header,
 
     pthread_mutex_lock(&domain->mr_lock);
     mr = fip_mr_lookup_locked(domain, req.key);
-    if ((mr != NULL) && (mr->packed != NULL) && (mr->rkey_buf != NULL)) {
-        packed_len = mr->packed_len + mr->rkey_len;
+    if ((mr != NULL) && (mr->packed != NULL)) {
+        packed_len = mr->packed_len;
     }
     rep = malloc(sizeof(*rep) + packed_len);
     if (rep != NULL) {
@@ -136,10 +135,7 @@ static ucs_status_t fip_key_req_handler(void *arg, const void *header,
             rep->access      = mr->access & (FI_REMOTE_READ |
                                              FI_REMOTE_WRITE);
             rep->fkey_len    = (uint32_t)mr->packed_len;
-            rep->rkey_len    = (uint32_t)mr->rkey_len;
             memcpy(rep + 1, mr->packed, mr->packed_len);
-            memcpy((char*)(rep + 1) + mr->packed_len, mr->rkey_buf,
-                   mr->rkey_len);
         }
     }
     pthread_mutex_unlock(&domain->mr_lock);
@@ -172,9 +168,8 @@ static ucs_status_t fip_key_rep_handler(void *arg, const void *header,
     }
     memcpy(&rep, header, sizeof(rep));
     if ((rep.magic != FIP_KEY_MAGIC) || (rep.status > 0) ||
-        ((uint64_t)rep.fkey_len + rep.rkey_len != length) ||
-        ((rep.status == 0) && ((rep.fkey_len == 0) ||
-                               (rep.rkey_len == 0))) ||
+        (rep.reserved != 0) || (rep.fkey_len != length) ||
+        ((rep.status == 0) && (rep.fkey_len == 0)) ||
         ((rep.status != 0) && (length != 0))) {
         FI_WARN_SPARSE(&fip_provider, FI_LOG_EP_CTRL,
                        "key reply dropped: malformed\n");
@@ -301,7 +296,6 @@ int fip_key_request(fip_domain_t *domain, fip_peer_t *peer, uint64_t key,
     if (ret == 0) {
         reply->data        = wait.packed;
         reply->fkey_len    = wait.rep.fkey_len;
-        reply->rkey_len    = wait.rep.rkey_len;
         reply->vaddr       = wait.rep.vaddr;
         reply->length      = wait.rep.length;
         reply->remote_base = wait.rep.remote_base;

@@ -8,9 +8,11 @@
  *    registered buffer starting at the `offset` given.
  * A region with remote access is exposed through libfiatomic
  * (fiatomic_mem_expose, with the remote access it was registered with:
- * atomics are refused what it does not grant, at both ends) and mapped
- * with UCP for RMA (ucp_mem_map), and both packed keys kept for the key
- * service (fip_key.c), which peers ask what a key names. With
+ * atomics are refused what it does not grant, at both ends), and its
+ * packed key kept for the key service (fip_key.c), which peers ask what a
+ * key names. It is not mapped with UCP: RMA is the provider's own checked
+ * messages (fip_rma_wire.c), and a UCP rkey would let a peer's UCP reach
+ * the region with access the registration does not grant (a NIC's). With
  * FI_FIATOMIC_MR_SHARE the pages of a region with remote read and write
  * are first moved into shared memory at their own address (fip_share.c)
  * and exposed where UCP allocated them. The domain's key table finds a
@@ -127,12 +129,6 @@ static void fip_mr_remove(fip_domain_t *domain, fip_mr_t *mr)
 /* what registration took, in reverse */
 static void fip_mr_release(fip_mr_t *mr)
 {
-    if (mr->rkey_buf != NULL) {
-        ucp_rkey_buffer_release(mr->rkey_buf);
-    }
-    if (mr->ucp_mem != NULL) {
-        ucp_mem_unmap(mr->domain->ucp_context, mr->ucp_mem);
-    }
     if (mr->packed != NULL) {
         fiatomic_key_release(mr->packed);
     }
@@ -143,37 +139,12 @@ static void fip_mr_release(fip_mr_t *mr)
     }
 }
 
-/* map the region for peers' RMA and pack its UCP rkey */
-static int fip_mr_map(fip_domain_t *domain, fip_mr_t *mr)
-{
-    ucp_mem_map_params_t params = {0};
-    ucs_status_t status;
-
-    params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
-                        UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-    params.address    = mr->exposed;
-    params.length     = mr->length;
-    status = ucp_mem_map(domain->ucp_context, &params, &mr->ucp_mem);
-    if (status != UCS_OK) {
-        mr->ucp_mem = NULL;
-        return fiatomic_status_to_fi_errno(status);
-    }
-    status = ucp_rkey_pack(domain->ucp_context, mr->ucp_mem, &mr->rkey_buf,
-                           &mr->rkey_len);
-    if (status != UCS_OK) {
-        mr->rkey_buf = NULL;
-        return fiatomic_status_to_fi_errno(status);
-    }
-    return 0;
-}
-
 /* expose the region (in shared memory when asked and eligible, else where
  * it is) and pack what the key service hands peers that ask for its key */
 static int fip_mr_expose(fip_domain_t *domain, fip_mr_t *mr)
 {
     fiatomic_mem_params_t params;
     ucs_status_t status;
-    int ret;
 
     /* peers map a shared registration read-write: only for regions that
      * grant both */
@@ -204,14 +175,7 @@ static int fip_mr_expose(fip_domain_t *domain, fip_mr_t *mr)
         mr->packed = NULL;
         return fiatomic_status_to_fi_errno(status);
     }
-    if (mr->packed_len > FIP_KEY_PACKED_MAX) {
-        return -FI_ENOSPC;
-    }
-    ret = fip_mr_map(domain, mr);
-    if ((ret == 0) && (mr->packed_len + mr->rkey_len > FIP_KEY_PACKED_MAX)) {
-        ret = -FI_ENOSPC;
-    }
-    return ret;
+    return (mr->packed_len > FIP_KEY_PACKED_MAX) ? -FI_ENOSPC : 0;
 }
 
 static int fip_mr_close(struct fid *fid)

@@ -317,7 +317,6 @@ static void fip_peer_free(fip_domain_t *domain, fip_peer_t *peer)
         while ((rkey = peer->keys[i]) != NULL) {
             peer->keys[i] = rkey->next;
             fiatomic_rkey_release(peer->fep, rkey->fkey);
-            ucp_rkey_destroy(rkey->ucp_rkey);
             free(rkey);
         }
     }
@@ -446,20 +445,12 @@ static int fip_peer_key_resolve(fip_domain_t *domain, fip_peer_t *peer,
     rkey->length      = reply.length;
     rkey->remote_base = reply.remote_base;
     rkey->access      = reply.access;
-    /* a reply that libfiatomic or UCP does not take names nothing */
+    /* a reply that libfiatomic does not take names nothing */
     pthread_mutex_lock(&domain->ucp_lock); /* it reads the lanes again */
     status = fiatomic_rkey_unpack(peer->fep, reply.data, reply.fkey_len,
                                   &rkey->fkey);
     pthread_mutex_unlock(&domain->ucp_lock);
     if (status != UCS_OK) {
-        ret = -FI_ENOKEY;
-        goto err_free_data;
-    }
-    status = ucp_ep_rkey_unpack(peer->ucp_ep,
-                                (char*)reply.data + reply.fkey_len,
-                                &rkey->ucp_rkey);
-    if (status != UCS_OK) {
-        fiatomic_rkey_release(peer->fep, rkey->fkey);
         ret = -FI_ENOKEY;
         goto err_free_data;
     }
@@ -481,7 +472,7 @@ err_free:
 
 int fip_peer_key(fip_domain_t *domain, fip_peer_t *peer, uint64_t key,
                  uint64_t addr, uint64_t len, uint64_t access,
-                 uint64_t *fkey_p, uint64_t *raddr_p, ucp_rkey_h *rkey_p)
+                 uint64_t *fkey_p, uint64_t *raddr_p)
 {
     fip_rkey_t *rkey;
     uint64_t offset;
@@ -502,7 +493,6 @@ int fip_peer_key(fip_domain_t *domain, fip_peer_t *peer, uint64_t key,
         } else {
             *raddr_p = rkey->vaddr + offset;
             *fkey_p  = rkey->fkey;
-            *rkey_p  = rkey->ucp_rkey;
         }
     }
     pthread_mutex_unlock(&domain->peer_lock);

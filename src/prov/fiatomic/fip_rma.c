@@ -69,7 +69,6 @@ static ssize_t fip_rma_post(fip_ep_t *ep, const struct fi_msg_rma *msg,
 {
     const uint64_t access = reading ? FI_REMOTE_READ : FI_REMOTE_WRITE;
     uint64_t raddr;
-    ucp_rkey_h rkey;
     size_t total, remote = 0, li = 0, loff = 0, ri, roff, n;
     size_t pieces, posted = 0, posted_bytes = 0;
     ucs_status_t nomem = UCS_ERR_NO_MEMORY, ok;
@@ -112,7 +111,7 @@ static ssize_t fip_rma_post(fip_ep_t *ep, const struct fi_msg_rma *msg,
     for (ri = 0; ri < msg->rma_iov_count; ++ri) {
         ret = fip_peer_key(ep->domain, peer, msg->rma_iov[ri].key,
                            msg->rma_iov[ri].addr, msg->rma_iov[ri].len,
-                           access, &fkey, &raddr, &rkey);
+                           access, &fkey, &raddr);
         if (ret != 0) {
             return ret;
         }
