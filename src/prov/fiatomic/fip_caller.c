@@ -190,6 +190,51 @@ void fip_caller_conn_gone(fip_domain_t *domain, ucp_ep_h conn)
     pthread_mutex_unlock(&domain->conn_lock);
 }
 
+/* whether this domain made a connection greeted with `token` to the domain
+ * `asker` describes (its listener, or its process and nonce); inside UCP's
+ * progress the list is read as fip_peer_gone does */
+static int fip_caller_made(fip_domain_t *domain, const fip_verify_msg_t *asker)
+{
+    fip_peer_t *peer;
+
+    for (peer = __atomic_load_n(&domain->peers, __ATOMIC_ACQUIRE);
+         peer != NULL; peer = peer->next) {
+        if ((peer->hello.token == asker->token) &&
+            ((peer->family == FIP_ADDR_FAMILY_LOCAL) ?
+             ((peer->pid == asker->pid) && (peer->nonce == asker->nonce)) :
+             ((peer->ipv4 == asker->ipv4) && (peer->port == asker->port)))) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* the question about `token`, asked by this domain */
+static void fip_caller_ask_fill(fip_domain_t *domain, uint64_t token,
+                                fip_verify_msg_t *ask)
+{
+    ask->magic = FIP_VERIFY_MAGIC;
+    ask->token = token;
+    if (domain->local) {
+        ask->pid   = (uint32_t)getpid();
+        ask->nonce = domain->nonce;
+    } else {
+        ask->ipv4  = domain->listen_ipv4;
+        ask->port  = domain->listen_port;
+    }
+}
+
+/* whether `claimed` is this domain itself */
+static int fip_caller_is_self(fip_domain_t *domain, const fip_addr_t *claimed)
+{
+    return domain->local ?
+           ((claimed->pid == (uint32_t)getpid()) &&
+            (claimed->nonce == domain->nonce)) :
+           ((claimed->family == FIP_ADDR_FAMILY_IPV4) &&
+            (claimed->ipv4 == domain->listen_ipv4) &&
+            (claimed->port == domain->listen_port));
+}
+
 /* this domain's own connection to the domain claimed */
 static int fip_caller_connect_back(fip_domain_t *domain,
                                    const fip_addr_t *claimed, ucp_ep_h *ep)
@@ -256,6 +301,18 @@ void fip_caller_verify_start(fip_domain_t *domain, ucp_ep_h conn,
     v->conn     = conn;
     v->claimed  = *claimed;
     v->deadline = fip_wait_deadline(FIP_VERIFY_TIMEOUT_MS);
+    fip_caller_ask_fill(domain, token, ask);
+    ask->req_id = v->req_id;
+    if (fip_caller_is_self(domain, claimed)) {
+        /* a connection to itself: answered from its own connections, with
+         * no connection back (UCX 1.13's tcp connection manager crashed when
+         * a domain closed one to its own listener in the middle) */
+        fip_caller_verify_end(domain, v, fip_caller_made(domain, ask),
+                              "the domain itself made no such connection");
+        pthread_mutex_unlock(&domain->conn_lock);
+        free(ask);
+        return;
+    }
     if (fip_caller_connect_back(domain, claimed, &v->ep) != 0) {
         free(ask);
         v->ep = NULL;
@@ -263,16 +320,6 @@ void fip_caller_verify_start(fip_domain_t *domain, ucp_ep_h conn,
                               "the address claimed cannot be reached");
         pthread_mutex_unlock(&domain->conn_lock);
         return;
-    }
-    ask->magic  = FIP_VERIFY_MAGIC;
-    ask->token  = token;
-    ask->req_id = v->req_id;
-    if (domain->local) {
-        ask->pid   = (uint32_t)getpid();
-        ask->nonce = domain->nonce;
-    } else {
-        ask->ipv4  = domain->listen_ipv4;
-        ask->port  = domain->listen_port;
     }
     fip_caller_send(v->ep, FIP_AM_VERIFY, ask, sizeof(*ask));
     pthread_mutex_unlock(&domain->conn_lock);
@@ -336,7 +383,6 @@ static ucs_status_t fip_caller_verify_handler(void *arg, const void *header,
 {
     fip_domain_t *domain = arg;
     fip_verify_msg_t msg, *ans;
-    fip_peer_t *peer;
 
     if ((header_length != sizeof(msg)) || (length != 0) ||
         !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
@@ -351,18 +397,7 @@ static ucs_status_t fip_caller_verify_handler(void *arg, const void *header,
         return UCS_OK;
     }
     *ans    = msg;
-    ans->ok = 0;
-    /* inside UCP's progress: the list is read as fip_peer_gone does */
-    for (peer = __atomic_load_n(&domain->peers, __ATOMIC_ACQUIRE);
-         peer != NULL; peer = peer->next) {
-        if ((peer->hello.token == msg.token) &&
-            ((peer->family == FIP_ADDR_FAMILY_LOCAL) ?
-             ((peer->pid == msg.pid) && (peer->nonce == msg.nonce)) :
-             ((peer->ipv4 == msg.ipv4) && (peer->port == msg.port)))) {
-            ans->ok = 1;
-            break;
-        }
-    }
+    ans->ok = (uint32_t)fip_caller_made(domain, &msg);
     (void)fip_reply_send(domain, param->reply_ep, FIP_AM_VERIFY_ACK, ans,
                          sizeof(*ans), 0);
     return UCS_OK;
