@@ -34,11 +34,14 @@ for tl in tcp posix; do
     # -detect_leaks=0 and ASan's: LeakSanitizer stops the world to scan,
     # and its tracer faulted among UCX's and the provider's threads (the
     # domain lives for the whole run, closed by nobody);
-    # the provider's refusals are logged at libfabric's warning level
+    # the provider's refusals are logged at libfabric's warning level;
+    # -runs: over posix the domain keeps each same-host connection the raw
+    # peer's reconnections made (their peer's end is not reported), and
+    # about 120000 inputs' worth exhausted the mappings a process may have
     FIATOMIC_FUZZ_TLS=$tl FIATOMIC_FUZZ_PROV_DIR="$out/prov" \
     FI_LOG_LEVEL=${FI_LOG_LEVEL:-off} ASAN_OPTIONS=detect_leaks=0 \
         "$out/fuzz_prov_peer" \
-        -max_total_time=$((seconds / 2)) -max_len=4096 -timeout=60 -detect_leaks=0 \
+        -max_total_time=$((seconds / 2)) -runs=40000 -max_len=4096 -timeout=60 -detect_leaks=0 \
         -rss_limit_mb=4096 -artifact_prefix="$out/$tl-" -print_final_stats=1 \
         "$out/corpus-$tl" > "$out/fuzz-$tl.log" 2>&1 || status=$?
     grep -E "stat::number_of_executed_units|ERROR|SUMMARY|fuzz_prov_peer:" \
