@@ -908,6 +908,10 @@ void fip_caller_hello(fip_domain_t *domain, fip_peer_t *peer);
  *  accepted (progress, at most FIP_ACCEPT_DRAIN_MS). */
 #define FIP_ACCEPT_DRAIN_MS 20
 void fip_peer_accept_drain(fip_domain_t *domain);
+/** End the checks past their time (their connections' messages go on
+ *  with no source): from fip_domain_check_overdue, outside UCP callbacks,
+ *  so that a check never answered holds no message for longer. */
+void fip_caller_check_overdue(fip_domain_t *domain);
 /** A connection a peer made ended: its claim's check, if any, too. */
 void fip_caller_conn_gone(fip_domain_t *domain, ucp_ep_h conn);
 /** The connections back to confirmed callers kept (same host): count. */

@@ -136,17 +136,13 @@ static void fip_caller_verify_end(fip_domain_t *domain, fip_verify_t *v,
     memset(v, 0, sizeof(*v));
 }
 
-/* the connections back that ended, closed; checks past their time ended.
- * Under conn_lock, in UCP's progress (not inside the closed endpoint's own
- * callbacks) */
-static void fip_caller_sweep(fip_domain_t *domain)
+/* the checks past their time, ended: their connections' messages go on
+ * with no source. Under conn_lock */
+static void fip_caller_end_overdue(fip_domain_t *domain)
 {
     int64_t now = fip_now_ns();
     size_t i;
 
-    while (domain->verify_gone_count > 0) {
-        fip_caller_ep_drop(domain->verify_gone[--domain->verify_gone_count]);
-    }
     for (i = 0; i < FIP_VERIFY_MAX; ++i) {
         if ((domain->verifies[i].conn != NULL) &&
             (now >= domain->verifies[i].deadline)) {
@@ -154,6 +150,24 @@ static void fip_caller_sweep(fip_domain_t *domain)
                                   "not confirmed in time");
         }
     }
+}
+
+/* the connections back that ended, closed; checks past their time ended.
+ * Under conn_lock, in UCP's progress (not inside the closed endpoint's own
+ * callbacks) */
+static void fip_caller_sweep(fip_domain_t *domain)
+{
+    while (domain->verify_gone_count > 0) {
+        fip_caller_ep_drop(domain->verify_gone[--domain->verify_gone_count]);
+    }
+    fip_caller_end_overdue(domain);
+}
+
+void fip_caller_check_overdue(fip_domain_t *domain)
+{
+    pthread_mutex_lock(&domain->conn_lock);
+    fip_caller_end_overdue(domain);
+    pthread_mutex_unlock(&domain->conn_lock);
 }
 
 static void fip_caller_verify_err(void *arg, ucp_ep_h ep, ucs_status_t status)

@@ -110,6 +110,7 @@ void fip_domain_check_overdue(fip_domain_t *domain)
     }
     fiatomic_check_overdue(domain->fia);
     fip_rma_wire_check_overdue(domain);
+    fip_caller_check_overdue(domain);
 }
 
 unsigned fip_domain_worker_progress(fip_domain_t *domain)

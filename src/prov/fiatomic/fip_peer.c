@@ -243,9 +243,6 @@ created:
         peer->fep = NULL;
         return fiatomic_status_to_fi_errno(status);
     }
-    /* who this connection is for the peer, to be confirmed over the
-     * peer's connection back (fip_caller.c) */
-    fip_caller_hello(domain, peer);
     return 0;
 }
 
@@ -373,6 +370,12 @@ int fip_peer_get(fip_domain_t *domain, const fip_addr_t *addr,
          * without the lock (fip_peer_gone) */
         __atomic_store_n(&domain->peers, peer, __ATOMIC_RELEASE);
         ++domain->peer_count;
+        /* who this connection is for the peer, to be confirmed over the
+         * peer's connection back (fip_caller.c): greeted once in the list,
+         * where the question about it is answered from (a question that
+         * came before found no such connection, and the peer took this
+         * domain's messages to have no source) */
+        fip_caller_hello(domain, peer);
     }
     pthread_mutex_unlock(&domain->peer_lock);
 
