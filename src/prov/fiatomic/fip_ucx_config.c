@@ -43,8 +43,7 @@ typedef struct {
 
 static const fip_ucx_tl_setting_t fip_ucx_tl_settings[] = {
     {"posix", "POSIX_ERROR_HANDLING", "UCX_POSIX_ERROR_HANDLING", "y", 1, 0},
-    {"sysv",  "SYSV_ERROR_HANDLING",  "UCX_SYSV_ERROR_HANDLING",  "y", 1, 0},
-    {"tcp",   "TCP_PUT_ENABLE",       "UCX_TCP_PUT_ENABLE",       "n", 0, 1}
+    {"sysv",  "SYSV_ERROR_HANDLING",  "UCX_SYSV_ERROR_HANDLING",  "y", 1, 0}
 };
 
 /* UCX_TLS's names that take in every shared-memory transport */

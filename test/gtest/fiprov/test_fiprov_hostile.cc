@@ -841,63 +841,6 @@ TEST_P(hostile_listener, bound_to_the_published_address_only)
     check_target_intact();
 }
 
-/* Whether the provider turns tcp's PUT off: from UCX 1.22 on (before, UCP
- * puts by its software RMA, and the provider keeps UCX's setting). */
-#define SKIP_BEFORE_UCX_1_22() \
-    do { \
-        unsigned _major, _minor, _release; \
-        ucp_get_version(&_major, &_minor, &_release); \
-        if (UCP_VERSION(_major, _minor) < UCP_VERSION(1, 22)) { \
-            GTEST_SKIP() << "UCX " << _major << "." << _minor \
-                         << ": the provider turns tcp's PUT off from 1.22"; \
-        } \
-    } while (0)
-
-/* The zero-copy RMA lanes a raw peer's endpoint to the target has, after
- * a message wired it up: over tcp, UCT's PUT (executed at any address the
- * request names), offered by the target's tcp interface. */
-static bool raw_peer_has_rma_bw_lane(raw_peer *raw, const std::string &what)
-{
-    EXPECT_EQ(UCS_OK, raw->am_send(0, {}, {1}, false)) << what;
-    raw->progress_for(200);
-    std::string info = raw->ep_info();
-    EXPECT_NE(std::string::npos, info.find("lane[")) << what << info;
-    return info.find("rma_bw#") != std::string::npos;
-}
-
-TEST_P(hostile_rma, tcp_put_not_offered)
-{
-    SKIP_BEFORE_UCX_1_22();
-    EXPECT_FALSE(raw_peer_has_rma_bw_lane(&m_raw, "the provider"))
-        << "the provider's tcp interface offers zero-copy PUT: "
-        << m_raw.ep_info();
-    check_target_intact();
-}
-
-/** The control: the same where the user turned tcp's PUT on
- *  (UCX_TCP_PUT_ENABLE=y, which the provider leaves as it is). */
-class hostile_tcp_put_on : public hostile {
-protected:
-    void SetUp() override
-    {
-        setenv("UCX_TCP_PUT_ENABLE", "y", 1);
-        hostile::SetUp();
-    }
-
-    void TearDown() override
-    {
-        hostile::TearDown();
-        unsetenv("UCX_TCP_PUT_ENABLE");
-    }
-};
-
-TEST_P(hostile_tcp_put_on, tcp_put_offered)
-{
-    SKIP_BEFORE_UCX_1_22();
-    EXPECT_TRUE(raw_peer_has_rma_bw_lane(&m_raw, "the provider"))
-        << m_raw.ep_info();
-}
-
 const std::vector<peer_param> hostile_params = {
     {"tcp",   FI_PROGRESS_AUTO,   0},
     {"tcp",   FI_PROGRESS_MANUAL, 1},
@@ -919,9 +862,6 @@ INSTANTIATE_TEST_SUITE_P(hostile, hostile_listener,
                          testing::ValuesIn(hostile_params_tcp),
                          peer_param_name);
 INSTANTIATE_TEST_SUITE_P(hostile, hostile_rma,
-                         testing::ValuesIn(hostile_params_tcp),
-                         peer_param_name);
-INSTANTIATE_TEST_SUITE_P(hostile, hostile_tcp_put_on,
                          testing::ValuesIn(hostile_params_tcp),
                          peer_param_name);
 
