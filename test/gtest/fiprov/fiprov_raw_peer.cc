@@ -48,6 +48,29 @@ int64_t now_ms()
 
 } // namespace
 
+ucs_status_t raw_peer_ucp_init(uint64_t features, ucp_context_h *context)
+{
+    ucp_params_t params = {};
+    ucp_config_t *config;
+    unsigned major, minor, release;
+    ucs_status_t status;
+
+    status = ucp_config_read(NULL, NULL, &config);
+    if (status != UCS_OK) {
+        return status;
+    }
+    ucp_get_version(&major, &minor, &release);
+    if ((UCP_VERSION(major, minor) >= UCP_VERSION(1, 22)) &&
+        (getenv("UCX_TCP_PUT_ENABLE") == NULL)) {
+        (void)ucp_config_modify(config, "TCP_PUT_ENABLE", "n");
+    }
+    params.field_mask = UCP_PARAM_FIELD_FEATURES;
+    params.features   = features;
+    status            = ucp_init(&params, config, context);
+    ucp_config_release(config);
+    return status;
+}
+
 bool raw_peer_published_address(const std::vector<uint8_t> &addr,
                                  std::vector<uint8_t> *worker_addr)
 {
@@ -89,15 +112,13 @@ bool raw_peer_published_address(const std::vector<uint8_t> &addr,
 
 ucs_status_t raw_peer::open(size_t len)
 {
-    ucp_params_t params               = {};
     ucp_worker_params_t worker_params = {};
     ucp_mem_map_params_t map          = {};
     ucs_status_t status;
 
-    params.field_mask = UCP_PARAM_FIELD_FEATURES;
-    params.features   = UCP_FEATURE_AM | UCP_FEATURE_RMA |
-                        UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64;
-    status = ucp_init(&params, NULL, &m_context);
+    status = raw_peer_ucp_init(UCP_FEATURE_AM | UCP_FEATURE_RMA |
+                               UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64,
+                               &m_context);
     if (status != UCS_OK) {
         m_context = NULL;
         return status;
@@ -241,6 +262,11 @@ ucs_status_t raw_peer::rkey(const std::vector<uint8_t> &bytes,
         *rk = it->second;
         return UCS_OK;
     }
+    /* unpacked once the endpoint is wired up: an rkey unpacked on the
+     * endpoint's first configuration makes UCP 1.22's put reconfigure the
+     * endpoint, which faults on a client-server endpoint (its connection
+     * manager lane has no interface) */
+    (void)flush(5000);
     status = ucp_ep_rkey_unpack(m_ep, bytes.data(), rk);
     if (status == UCS_OK) {
         m_rkeys[bytes] = *rk;

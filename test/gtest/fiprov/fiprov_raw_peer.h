@@ -110,6 +110,14 @@ private:
 bool raw_peer_published_address(const std::vector<uint8_t> &addr,
                                  std::vector<uint8_t> *worker_addr);
 
+/** ucp_init of a raw peer's context with `features`. On UCX 1.22 and
+ *  later tcp's zero-copy PUT is off in it (unless UCX_TCP_PUT_ENABLE is
+ *  set): its RMA and atomics go by UCP's software protocol, which the
+ *  provider's context takes none of. Left on, UCP would put by UCT's tcp
+ *  PUT, which writes at any address of a peer that offers it: UCX's trust
+ *  model, which the provider leaves as UCX has it (fi_fiatomic(7)). */
+ucs_status_t raw_peer_ucp_init(uint64_t features, ucp_context_h *context);
+
 } // namespace fiprov_test
 
 #endif
