@@ -465,11 +465,15 @@ extern struct fi_ops_tagged fip_tagged_ops;
 
 /** The largest message (ep_attr's max_msg_size). */
 #define FIP_MSG_MAX          (4UL << 20)
-/** Unexpected messages (arrived before a receive) an endpoint holds; one
- *  beyond either cap is dropped and counted as an error of the endpoint's
- *  FI_RECV counter. */
-#define FIP_MSG_UX_MAX       1024
-#define FIP_MSG_UX_BYTES     (32UL << 20)
+/** Unexpected messages (arrived before a receive) an endpoint holds, in
+ *  all and from one source (an address of its AV, or every unknown one
+ *  together): one beyond a cap is dropped and counted as an error of the
+ *  endpoint's FI_RECV counter. A source that filled its share leaves the
+ *  rest to the others. */
+#define FIP_MSG_UX_MAX          4096
+#define FIP_MSG_UX_BYTES        (64UL << 20)
+#define FIP_MSG_UX_SOURCE_MAX   1024
+#define FIP_MSG_UX_SOURCE_BYTES (32UL << 20)
 /** Messages of all connections of a domain held until those sent before
  *  them arrive (UCP may deliver a connection's messages out of order while
  *  it wires the connection up); beyond either cap the messages held go

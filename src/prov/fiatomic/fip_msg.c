@@ -23,8 +23,8 @@
  * its own, whatever order the connection's first messages arrive in. A message
  * that finds no receive waits in the endpoint's unexpected queue (copied,
  * or fetched by rendezvous into a buffer of its own), capped at
- * FIP_MSG_UX_MAX messages and FIP_MSG_UX_BYTES bytes: a message beyond
- * either is dropped and counted as an error of the endpoint's FI_RECV
+ * FIP_MSG_UX_MAX messages and FIP_MSG_UX_BYTES bytes in all and a share of
+ * them per source: a message beyond a cap is dropped and counted as an error of the endpoint's FI_RECV
  * counter (the sender is not told). A message larger than its receive
  * fills the receive and completes it with an FI_ETRUNC error entry whose
  * olen is the rest. Everything in a message's header is checked (magic,
@@ -417,6 +417,34 @@ static void fip_msg_rndv(fip_domain_t *domain, void *desc, void *buf,
     }
 }
 
+/* whether an endpoint's unexpected queues take `length` more bytes from
+ * `src`: within the caps of all and of that source, whose holdings are
+ * counted only when the queues could hold more than a share. Under
+ * rx_lock. */
+static int fip_msg_ux_room(fip_ep_t *ep, fi_addr_t src, size_t length)
+{
+    size_t count = 0, bytes = 0;
+    fip_msg_ux_t *ux;
+    int q;
+
+    if ((ep->ux_count >= FIP_MSG_UX_MAX) ||
+        (ep->ux_bytes + length > FIP_MSG_UX_BYTES)) {
+        return 0;
+    }
+    if ((ep->ux_count < FIP_MSG_UX_SOURCE_MAX) &&
+        (ep->ux_bytes + length <= FIP_MSG_UX_SOURCE_BYTES)) {
+        return 1;
+    }
+    for (q = FIP_MSG_Q_UNTAGGED; q <= FIP_MSG_Q_TAGGED; ++q) {
+        for (ux = ep->queues[q].ux_head; ux != NULL; ux = ux->next) {
+            count += (ux->src == src);
+            bytes += (ux->src == src) ? ux->len : 0;
+        }
+    }
+    return (count < FIP_MSG_UX_SOURCE_MAX) &&
+           (bytes + length <= FIP_MSG_UX_SOURCE_BYTES);
+}
+
 /* deliver one message in its turn to the endpoint it names: to its oldest
  * receive, else into its unexpected queue, else dropped and counted.
  * `deferred`: a rendezvous held back, whose descriptor must be released
@@ -450,8 +478,7 @@ static void fip_msg_dispatch(fip_domain_t *domain, const fip_msg_hdr_t *hdr,
     if (rx != NULL) {
         rx->op.src = src;
         __atomic_add_fetch(&ep->inflight, 1, __ATOMIC_RELAXED);
-    } else if ((ep->ux_count >= FIP_MSG_UX_MAX) ||
-               (ep->ux_bytes + length > FIP_MSG_UX_BYTES) ||
+    } else if (!fip_msg_ux_room(ep, src, length) ||
                ((ux = malloc(sizeof(*ux) + length)) == NULL)) {
         /* counted while the endpoint (and so its counter) surely lives */
         if (ep->cntrs[FIP_EP_CNTR_RECV] != NULL) {
@@ -484,6 +511,10 @@ static void fip_msg_dispatch(fip_domain_t *domain, const fip_msg_hdr_t *hdr,
     pthread_mutex_unlock(&ep->rx_lock);
 
     if (dropped) {
+        FI_WARN_SPARSE(&fip_provider, FI_LOG_EP_DATA,
+                       "message dropped: no receive, and the endpoint's "
+                       "unexpected queue or its source's share of it is "
+                       "full (or no memory)\n");
         goto drop;
     } else if ((rx != NULL) && !rndv) {
         fip_msg_rx_deliver(rx, data, length, hdr->data, flags, hdr->tag);

@@ -494,6 +494,90 @@ TEST_F(msg1p, unexpected_messages_are_capped)
     }
 }
 
+/* One source that filled its share leaves room for another: a second
+ * endpoint's messages are kept while the first's beyond the cap are
+ * dropped, and by bytes likewise. */
+TEST_F(msg1p, one_source_cannot_fill_the_unexpected_queue)
+{
+    struct fid_ep *ep2 = NULL;
+    struct fid_cntr *sent2 = NULL;
+    struct fi_cntr_attr cntr_attr = {};
+    uint8_t addr2[64];
+    size_t len = sizeof(addr2);
+    fi_addr_t other;
+    const size_t more = 5;
+    uint64_t seq, got;
+
+    ASSERT_EQ(0, fi_endpoint(m_o.domain, m_o.info, &ep2, NULL));
+    ASSERT_EQ(0, fi_ep_bind(ep2, &m_o.av->fid, 0));
+    ASSERT_EQ(0, fi_cntr_open(m_o.domain, &cntr_attr, &sent2, NULL));
+    ASSERT_EQ(0, fi_ep_bind(ep2, &m_o.cq->fid, FI_RECV));
+    ASSERT_EQ(0, fi_ep_bind(ep2, &sent2->fid, FI_SEND));
+    ASSERT_EQ(0, fi_enable(ep2));
+    ASSERT_EQ(0, fi_getname(&ep2->fid, addr2, &len));
+    ASSERT_EQ(1, fi_av_insert(m_o.av, addr2, 1, &other, 0, NULL));
+
+    /* the first source: its share and `more`, which are dropped */
+    for (seq = 0; seq < ux_max + more; ++seq) {
+        ASSERT_EQ(0, fi_inject(m_o.ep, &seq, 8, m_self));
+    }
+    wait_cntr(m_o.scntr, ux_max + more);
+    int64_t deadline = now_ms() + peer_wait_ms;
+    while ((fi_cntr_readerr(m_o.rvcntr) < more) && (now_ms() < deadline)) {
+        (void)fi_cntr_read(m_o.rvcntr);
+    }
+    EXPECT_EQ(more, fi_cntr_readerr(m_o.rvcntr));
+    /* the second source's messages wait too */
+    for (seq = 0; seq < more; ++seq) {
+        uint64_t v = 1000000 + seq;
+        ASSERT_EQ(0, fi_inject(ep2, &v, 8, m_self));
+    }
+    wait_cntr(sent2, more);
+    std::vector<uint64_t> in(ux_max + more, ~0ull);
+    for (size_t i = 0; i < in.size(); ++i) {
+        ASSERT_EQ(0, fi_recv(m_o.ep, &in[i], 8, NULL, FI_ADDR_UNSPEC,
+                             &in[i]));
+    }
+    wait_cntr(m_o.rvcntr, in.size());
+    EXPECT_EQ(more, fi_cntr_readerr(m_o.rvcntr)) << "no more dropped";
+    for (size_t i = 0; i < in.size(); ++i) {
+        memcpy(&got, &in[i], 8);
+        EXPECT_EQ((i < ux_max) ? i : 1000000 + (i - ux_max), got) << i;
+    }
+
+    /* by bytes: the first source's byte share, then one more of it
+     * (dropped) and one of the second source (kept) */
+    const size_t fit = ux_bytes / msg_max;
+    std::vector<uint8_t> big = pattern(msg_max, 9);
+    uint64_t sent = fi_cntr_read(m_o.scntr);
+    for (size_t i = 0; i < fit + 1; ++i) {
+        big[0] = (uint8_t)i;
+        ASSERT_EQ(0, fi_send(m_o.ep, big.data(), msg_max, NULL, m_self,
+                             NULL));
+        wait_cntr(m_o.scntr, sent + i + 1);
+    }
+    deadline = now_ms() + peer_wait_ms;
+    while ((fi_cntr_readerr(m_o.rvcntr) < more + 1) &&
+           (now_ms() < deadline)) {
+        (void)fi_cntr_read(m_o.rvcntr);
+    }
+    EXPECT_EQ(more + 1, fi_cntr_readerr(m_o.rvcntr));
+    big[0] = 0xee;
+    ASSERT_EQ(0, fi_send(ep2, big.data(), msg_max, NULL, m_self, NULL));
+    wait_cntr(sent2, more + 1);
+    std::vector<uint8_t> rbuf(msg_max);
+    uint64_t received = fi_cntr_read(m_o.rvcntr);
+    for (size_t i = 0; i < fit + 1; ++i) {
+        ASSERT_EQ(0, fi_recv(m_o.ep, rbuf.data(), msg_max, NULL,
+                             FI_ADDR_UNSPEC, NULL));
+        wait_cntr(m_o.rvcntr, received + i + 1);
+        EXPECT_EQ((i < fit) ? (uint8_t)i : 0xee, rbuf[0]) << i;
+    }
+    EXPECT_EQ(more + 1, fi_cntr_readerr(m_o.rvcntr));
+    EXPECT_EQ(0, fi_close(&ep2->fid));
+    EXPECT_EQ(0, fi_close(&sent2->fid));
+}
+
 } // namespace
 
 namespace {
