@@ -84,6 +84,13 @@ struct hello_wire {
     uint16_t reserved;
 };
 
+/* a closing domain's question and its answer */
+struct bye_wire {
+    uint32_t magic;
+    uint32_t index;
+    uint64_t token;
+};
+
 /* the question a greeted domain asks the domain claimed, and its answer */
 struct verify_wire {
     uint32_t magic;
@@ -99,6 +106,9 @@ struct verify_wire {
 };
 
 const unsigned am_hello      = 1017;
+const unsigned am_bye        = 1013;
+const unsigned am_bye_ack    = 1014;
+const uint32_t bye_magic     = 0x66697042u;
 const unsigned am_verify     = 1020;
 const unsigned am_verify_ack = 1021;
 const uint32_t hello_magic   = 0x66697048u;
@@ -612,6 +622,117 @@ TEST_P(identity_manual, key_reply_forged_on_another_connection_is_not_taken)
     wait_cntr(m_o.wcntr, 1);
     memcpy(want.data(), &value, 8);
     EXPECT_EQ(want, m_peer.get(0, 8));
+}
+
+/* What a raw peer learnt of a closing domain's question on its own
+ * connection (fip_bye.c's message: magic, connection index, token). */
+struct bye_seen {
+    std::atomic<bool>     seen{false};
+    std::atomic<uint32_t> index{0};
+    std::atomic<uint64_t> token{0};
+};
+
+ucs_status_t raw_bye(void *arg, const void *header, size_t header_length,
+                     void *data, size_t length,
+                     const ucp_am_recv_param_t *param)
+{
+    bye_seen *b = (bye_seen*)arg;
+    bye_wire msg;
+
+    if (header_length == sizeof(msg)) {
+        memcpy(&msg, header, sizeof(msg));
+        b->index.store(msg.index);
+        b->token.store(msg.token);
+        b->seen.store(true);
+    }
+    return UCS_OK;
+}
+
+/* This domain closes while its peer does not answer (paused), and the raw
+ * peer, which got the close's question with its token on its own
+ * connection, answers for every connection index: the close still waits
+ * for the peer's answer (to its bound, fip_bye.c's 1 s). The control:
+ * the peer answers and the raw peer answers its own question only; the
+ * close does not wait. */
+TEST_P(identity_manual, closing_answers_forged_on_another_connection_are_not_taken)
+{
+    const int64_t bound_ms = 1000;
+    uint64_t value = 7;
+    int64_t took[2];
+
+    for (int forged = 0; forged < 2; ++forged) {
+        bye_seen b;
+        std::atomic<bool> stop(false);
+        std::atomic<uint64_t> sent(0);
+
+        if (forged) {
+            /* a second domain of this process and a fresh raw peer */
+            open_params p = m_o.params;
+
+            m_raw.close();
+            ASSERT_EQ(0, m_o.open_domain(p));
+            ASSERT_EQ(0, m_o.open_ep());
+            ASSERT_EQ(1, fi_av_insert(m_o.av, m_peer.addr.data(), 1, &m_dest,
+                                      0, NULL));
+            ASSERT_EQ(UCS_OK, m_raw.init());
+        }
+        size_t len = sizeof(m_self);
+        ASSERT_EQ(0, fi_getname(&m_o.ep->fid, m_self, &len));
+        /* a connection to the peer, up */
+        ASSERT_EQ(-FI_ENOKEY, fi_write(m_o.ep, &value, 8, NULL, m_dest,
+                                       m_peer.base, m_peer.key + 1, NULL));
+        ASSERT_EQ(UCS_OK, m_raw.set_handler(am_bye, raw_bye, &b));
+        ASSERT_EQ(UCS_OK, m_raw.connect(m_self));
+        /* the domain takes the connection in (manual progress) */
+        struct fi_cq_tagged_entry e;
+        for (int64_t until = now_ms() + 300; now_ms() < until;) {
+            (void)fi_cq_read(m_o.cq, &e, 1);
+            m_raw.progress(1);
+        }
+        if (forged) {
+            m_peer.pause_start(3 * bound_ms);
+        }
+        std::thread answerer([&] {
+            bye_wire ack = {};
+
+            while (!stop.load()) {
+                m_raw.progress(1);
+                if (!b.seen.load()) {
+                    continue;
+                }
+                ack.magic = bye_magic;
+                ack.token = b.token.load();
+                for (uint32_t i = 0; i < (forged ? 16u : 1u); ++i) {
+                    ack.index = forged ? i : b.index.load();
+                    ucs_status_ptr_t r = m_raw.send_nb(am_bye_ack, &ack,
+                                                       sizeof(ack), NULL, 0);
+                    if (UCS_PTR_IS_PTR(r)) {
+                        ucp_request_free(r);
+                    }
+                    ++sent;
+                }
+                if (!forged) {
+                    b.seen.store(false); /* one genuine answer */
+                }
+            }
+        });
+        int64_t start = now_ms();
+        m_o.close();
+        took[forged] = now_ms() - start;
+        stop.store(true);
+        answerer.join();
+        if (forged) {
+            EXPECT_TRUE(m_peer.pause_wait());
+        }
+        EXPECT_GT(sent.load(), 0u) << "the raw peer was asked nothing";
+    }
+    EXPECT_LT(took[0], bound_ms * 8 / 10)
+        << "the control: answered, the close does not wait";
+    /* waited: the answer (bound_ms) and then the flush of the connections
+     * (fip_peer.c, 1 s), neither of which the paused peer ends; taken, the
+     * forged answer left the flush alone (1 s) */
+    EXPECT_GE(took[1], bound_ms + 900)
+        << "a forged answer was taken for the peer's connection";
 }
 
 /* A connection that claims the peer's endpoint as its messages' source:
