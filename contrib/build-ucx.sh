@@ -20,19 +20,10 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 die() { echo "build-ucx: error: $*" >&2; exit 1; }
 
-tarball=${1:-$top/../shared/vendor/ucx-1.22.0.tar.xz}
-[ -f "$tarball" ] || die "no UCX source tarball at $tarball"
-tarball=$(cd "$(dirname "$tarball")" && pwd)/$(basename "$tarball")
-sum=$(sha256sum "$tarball" | cut -d' ' -f1)
-if [ $# -ge 2 ]; then
-    want=$2
-else
-    sums=$(dirname "$tarball")/SHA256SUMS
-    [ -f "$sums" ] || die "no SHA256SUMS next to $tarball (give the sha256 as 2nd argument)"
-    want=$(awk -v f="$(basename "$tarball")" '$2 == f || $2 == "*"f {print $1}' "$sums")
-    [ -n "$want" ] || die "$sums has no entry for $(basename "$tarball")"
-fi
-[ "$sum" = "$want" ] || die "$tarball: sha256 $sum, expected $want"
+# shellcheck source=contrib/vendor-cache.sh
+. "$top/contrib/vendor-cache.sh"
+vendor_check "${1:-$top/../shared/vendor/ucx-1.22.0.tar.xz}" "${2:-}"
+tarball=$vendor_tarball sum=$vendor_sum
 
 name=$(basename "$tarball")
 version=${name#ucx-}
@@ -40,7 +31,6 @@ version=${version%%.tar*}
 [[ $version =~ ^[0-9]+\.[0-9]+\.[0-9]+ ]] || die "cannot read a version from $name"
 cache=${ATOMICX_UCX_CACHE:-/var/cache/atomicx-ucx}
 prefix=$cache/ucx-$version-${sum:0:12}
-stamp=$prefix/.atomicx-built
 configure_args=(
     --disable-static --disable-debug --disable-assertions --disable-params-check
     --enable-optimizations --enable-mt
@@ -54,19 +44,15 @@ configure_args=(
 )
 # The stamp names what was built: another tarball or other options rebuild
 want_stamp="$version $sum ${configure_args[*]}"
-built() { [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want_stamp" ]; }
 
-if built; then
+if vendor_built "$prefix" "$want_stamp"; then
     echo "build-ucx: ucx $version already built in $prefix" >&2
     echo "$prefix"
     exit 0
 fi
 
-mkdir -p "$cache"
-# One builder at a time per cache; a second waits for the first one's result.
-exec 9> "$cache/.lock"
-flock 9
-if built; then
+vendor_lock "$cache"
+if vendor_built "$prefix" "$want_stamp"; then
     echo "$prefix"
     exit 0
 fi
@@ -90,9 +76,5 @@ jobs=${ATOMICX_UCX_JOBS:-$(nproc)}
 # The object files are not needed any more; the headers and configure's
 # config.h stay for atomicx.
 find "$prefix/src/build" -name '*.o' -o -name '*.lo' | xargs rm -f
-echo "$want_stamp" > "$stamp"
-# (times in this shell: in a command substitution it would see no children)
-times > "$prefix/.build-times"
-echo "build-ucx: ucx $version built in $(( ($(date +%s) - start) / 60 )) min $(( ($(date +%s) - start) % 60 )) s" \
-     "(CPU of the build, user and system: $(tail -1 "$prefix/.build-times"))" >&2
+vendor_finish "$prefix" "$want_stamp" "$start" "build-ucx: ucx $version"
 echo "$prefix"

@@ -43,19 +43,10 @@ configure_args=(
     --disable-shared --enable-static
 )
 
-tarball=${2:-$top/../shared/vendor/sos-1.5.3.tar.xz}
-[ -f "$tarball" ] || die "no SOS source tarball at $tarball"
-tarball=$(cd "$(dirname "$tarball")" && pwd)/$(basename "$tarball")
-sum=$(sha256sum "$tarball" | cut -d' ' -f1)
-if [ $# -ge 3 ]; then
-    want=$3
-else
-    sums=$(dirname "$tarball")/SHA256SUMS
-    [ -f "$sums" ] || die "no SHA256SUMS next to $tarball (give the sha256 as 3rd argument)"
-    want=$(awk -v f="$(basename "$tarball")" '$2 == f || $2 == "*"f {print $1}' "$sums")
-    [ -n "$want" ] || die "$sums has no entry for $(basename "$tarball")"
-fi
-[ "$sum" = "$want" ] || die "$tarball: sha256 $sum, expected $want"
+# shellcheck source=contrib/vendor-cache.sh
+. "$top/contrib/vendor-cache.sh"
+vendor_check "${2:-$top/../shared/vendor/sos-1.5.3.tar.xz}" "${3:-}"
+tarball=$vendor_tarball sum=$vendor_sum
 
 name=$(basename "$tarball")
 version=${name#sos-}
@@ -72,20 +63,15 @@ want_stamp="sos $version $sum ${configure_args[*]} libfabric $ofi_version $(gcc 
 hash=$(echo "$want_stamp" | sha256sum | cut -c1-12)
 cache=${ATOMICX_SOS_CACHE:-/var/cache/atomicx-sos}
 prefix=$cache/$config-$hash
-stamp=$prefix/.atomicx-built
-built() { [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want_stamp" ]; }
 
-if built; then
+if vendor_built "$prefix" "$want_stamp"; then
     echo "build-sos: sos $version ($config) already built in $prefix" >&2
     echo "$prefix"
     exit 0
 fi
 
-mkdir -p "$cache"
-# One builder at a time per cache; a second waits for the first one's result.
-exec 9> "$cache/.lock"
-flock 9
-if built; then
+vendor_lock "$cache"
+if vendor_built "$prefix" "$want_stamp"; then
     echo "$prefix"
     exit 0
 fi
@@ -124,10 +110,6 @@ done
 rm -f "$prefix/tests.list"
 cp "$prefix/src/build/config.log" "$prefix/"
 rm -rf "$prefix/src"
-echo "$want_stamp" > "$stamp"
-# (times in this shell: in a command substitution it would see no children)
-times > "$prefix/.build-times"
-echo "build-sos: sos $version ($config, $(wc -l < "$prefix/tests.txt") unit tests) built in" \
-     "$(( ($(date +%s) - start) / 60 )) min $(( ($(date +%s) - start) % 60 )) s" \
-     "(CPU of the build, user and system: $(tail -1 "$prefix/.build-times"))" >&2
+vendor_finish "$prefix" "$want_stamp" "$start" \
+    "build-sos: sos $version ($config, $(wc -l < "$prefix/tests.txt") unit tests)"
 echo "$prefix"
