@@ -941,6 +941,35 @@ TEST_P(identity_rss, answers_a_peer_does_not_read_are_capped)
         << peak << " bytes";
 }
 
+/* Connections that come and go: the target's resident memory stays
+ * within a bound over rounds of them (each round more connections than
+ * the domain has slots) */
+TEST_P(identity_rss, connection_churn_keeps_the_target_bounded)
+{
+    const uint64_t bound = 24ull << 20;
+    const int rounds = 2, per_round = 4096 + 64;
+    uint64_t first = 0, peak = 0;
+
+    for (int round = 0; round < rounds; ++round) {
+        ASSERT_EQ(0, m_raw.churn(m_peer.addr.data(), per_round, 32))
+            << "connections refused in round " << round;
+        usleep(200000); /* the target saw the last ones leave */
+        uint64_t rss = rss_bytes(m_peer.pid());
+        ASSERT_GT(rss, 0u);
+        if (round == 0) {
+            first = rss; /* UCP's caches and the domain's tables grown */
+        }
+        peak = std::max(peak, rss);
+    }
+    EXPECT_LT(peak - first, bound)
+        << (rounds - 1) * per_round << " more connections grew the target "
+        << "from " << first << " to " << peak << " bytes";
+    /* the positive control: the target still answers a new connection */
+    uint64_t value = 0x5a5a;
+    EXPECT_EQ(0, fi_write(m_o.ep, &value, 8, NULL, m_dest, m_peer.base,
+                          m_peer.key, NULL));
+}
+
 INSTANTIATE_TEST_SUITE_P(fiprov, identity,
                          testing::ValuesIn(identity_params),
                          peer_param_name);
