@@ -15,16 +15,11 @@
  * no transport used: one set for a transport not in UCX_TLS would be
  * reported, hence the test of UCX_TLS).
  *
- * tcp's zero-copy PUT is turned off the same way (UCX_TCP_PUT_ENABLE=n,
- * unless the user set it): UCT's tcp transport writes a PUT request's data
- * at whatever address the request names, with no check, whatever the UCP
- * context asked for, and its interface offers PUT to every peer while the
- * setting is on. The provider never uses it (its RMA is its own protocol).
- * UCX 1.22's UCP puts by it to a peer that offers it; 1.13's puts by its
- * software RMA (which the provider's context does not take), and 1.13.1
- * aborts in wireup (wireup.c: ep_addr_index < num_ep_addrs) when a domain
- * without tcp's PUT is connected back to, so the setting is made from UCX
- * 1.22 on only.
+ * tcp's zero-copy PUT is left as UCX has it: UCT's tcp transport writes
+ * a PUT request's data at whatever address it names, but turning it off
+ * failed the wireup of a domain with a peer that has it (UCX 1.13.1
+ * aborts, wireup.c: ep_addr_index < num_ep_addrs; 1.22 reports no remote
+ * address for a lane), fi_fiatomic(7) SECURITY.
  */
 #include "fip.h"
 
@@ -38,12 +33,11 @@ typedef struct {
     const char *env;      /* the environment's name */
     const char *value;
     int        shm;       /* UCX_TLS's shared-memory aliases take it in */
-    int        from_122;  /* made on UCX 1.22 and later only */
 } fip_ucx_tl_setting_t;
 
 static const fip_ucx_tl_setting_t fip_ucx_tl_settings[] = {
-    {"posix", "POSIX_ERROR_HANDLING", "UCX_POSIX_ERROR_HANDLING", "y", 1, 0},
-    {"sysv",  "SYSV_ERROR_HANDLING",  "UCX_SYSV_ERROR_HANDLING",  "y", 1, 0}
+    {"posix", "POSIX_ERROR_HANDLING", "UCX_POSIX_ERROR_HANDLING", "y", 1},
+    {"sysv",  "SYSV_ERROR_HANDLING",  "UCX_SYSV_ERROR_HANDLING",  "y", 1}
 };
 
 /* UCX_TLS's names that take in every shared-memory transport */
@@ -106,8 +100,7 @@ void fip_ucx_env_begin(fip_ucx_env_t *env)
     for (i = 0; i < sizeof(fip_ucx_tl_settings) / sizeof(fip_ucx_tl_settings[0]);
          ++i) {
         /* a value the user set stays; the environment is UCX 1.13's way */
-        if (!fip_ucx_tl_settings[i].from_122 &&
-            fip_ucx_tls_names(tls, fip_ucx_tl_settings[i].tl,
+        if (fip_ucx_tls_names(tls, fip_ucx_tl_settings[i].tl,
                               fip_ucx_tl_settings[i].shm) &&
             (getenv(fip_ucx_tl_settings[i].env) == NULL) &&
             (setenv(fip_ucx_tl_settings[i].env, fip_ucx_tl_settings[i].value,

@@ -442,23 +442,6 @@ ucs_status_t raw_peer::atomic(ucp_atomic_op_t op, uint64_t addr,
     return status;
 }
 
-std::string raw_peer::ep_info()
-{
-    char *text  = NULL;
-    size_t size = 0;
-    FILE *f;
-    std::string info;
-
-    if ((m_ep == NULL) || ((f = open_memstream(&text, &size)) == NULL)) {
-        return info;
-    }
-    ucp_ep_print_info(m_ep, f);
-    fclose(f);
-    info.assign(text, size);
-    free(text);
-    return info;
-}
-
 void raw_peer::progress_for(int ms)
 {
     int64_t deadline = now_ms() + ms;

@@ -71,9 +71,6 @@ public:
                         uint64_t value, uint64_t *result,
                         int timeout_ms = 5000);
 
-    /** UCP's description of the endpoint (ucp_ep_print_info): its lanes,
-     *  and what each is for ("rma_bw#0": a zero-copy RMA lane). */
-    std::string ep_info();
     /** Progress the worker for `ms` milliseconds. */
     void progress_for(int ms);
     /** Whether the endpoint has seen an error (its peer gone, refused). */
