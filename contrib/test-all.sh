@@ -19,6 +19,7 @@
 #  5. Sandia OpenSHMEM's unit tests (contrib/sos: built once per machine,
 #     cached) over the fiatomic libfabric provider, in both of SOS's memory
 #     registration configurations, judged against libfabric's tcp;ofi_rxm,
+#     and its lfinc again and again with more processes than cores,
 #  6. against UCX 1.22.0 too (contrib/build-ucx.sh builds it once per machine,
 #     cached): a -Werror build, libfiatomic's and atomicx's host gtest suites
 #     (configurations as under ASan),
@@ -269,6 +270,15 @@ elif [ $sos_built -eq 1 ]; then
         tee -a "$logdir/all-tests.log" < "$sos_log" | grep -vE '^PASS: ' || true
     done
     echo "SOS over fiatomic: $(( $(date +%s) - t0 )) s"
+    # A wait that must end under oversubscription: lfinc (lock-free
+    # increments) with 4 processes over tcp with program keys, 2 busy loops
+    # beside them, again and again for 2 minutes; a run past 90 s has its
+    # processes' stacks taken into the log (contrib/sos/stress-sos.sh)
+    step "Sandia OpenSHMEM's lfinc under oversubscription (contrib/sos/stress-sos.sh, 120 s)"
+    UCX_TLS=tcp ATOMICX_FI_PROVIDER_PATH=$sos_prov SOS_TEST_TIMEOUT=90 \
+        SOS_STRESS_LOGS=$logdir/sos-stress SOS_STRESS_LOAD=2 \
+        "$top/contrib/sos/stress-sos.sh" scalable 4 120 lfinc 2>&1 |
+        tee -a "$logdir/all-tests.log" || step_failed
 fi
 # In the guest: SOS's atomics executed by the NIC (UCX_TLS=atomicx,tcp), the
 # AMO lane of every process on atomicx: SOS's whole atomic group (a launch
