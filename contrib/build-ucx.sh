@@ -45,20 +45,7 @@ configure_args=(
 # The stamp names what was built: another tarball or other options rebuild
 want_stamp="$version $sum ${configure_args[*]}"
 
-if vendor_built "$prefix" "$want_stamp"; then
-    echo "build-ucx: ucx $version already built in $prefix" >&2
-    echo "$prefix"
-    exit 0
-fi
-
-vendor_lock "$cache"
-if vendor_built "$prefix" "$want_stamp"; then
-    echo "$prefix"
-    exit 0
-fi
-rm -rf "$prefix"
-mkdir -p "$prefix"
-start=$(date +%s)
+vendor_begin "$cache" "$prefix" "$want_stamp" "build-ucx: ucx $version"
 log=$prefix/build.log
 echo "build-ucx: building ucx $version into $prefix (log: $log)" >&2
 tar -xJf "$tarball" -C "$prefix"
@@ -76,5 +63,5 @@ jobs=${ATOMICX_UCX_JOBS:-$(nproc)}
 # The object files are not needed any more; the headers and configure's
 # config.h stay for atomicx.
 find "$prefix/src/build" -name '*.o' -o -name '*.lo' | xargs rm -f
-vendor_finish "$prefix" "$want_stamp" "$start" "build-ucx: ucx $version"
+vendor_finish "$prefix" "$want_stamp" "build-ucx: ucx $version"
 echo "$prefix"

@@ -32,21 +32,35 @@ vendor_built() {
     [ -f "$1/.atomicx-built" ] && [ "$(cat "$1/.atomicx-built")" = "$2" ]
 }
 
-# vendor_lock <cache>: one builder at a time per cache; a second waits for
-# the first one's result (then asks vendor_built again)
-vendor_lock() {
+# vendor_begin <cache> <prefix> <stamp> <what>: a build with that stamp
+# in the prefix is reused (its prefix printed, the script ends); else,
+# with the cache locked (one builder at a time, a second waits for the
+# first one's result), the prefix is made anew and $vendor_start set
+vendor_begin() {
+    if vendor_built "$2" "$3"; then
+        echo "$4 already built in $2" >&2
+        echo "$2"
+        exit 0
+    fi
     mkdir -p "$1"
     exec 9> "$1/.lock"
     flock 9
+    if vendor_built "$2" "$3"; then
+        echo "$2"
+        exit 0
+    fi
+    rm -rf "$2"
+    mkdir -p "$2"
+    vendor_start=$(date +%s)
 }
 
-# vendor_finish <prefix> <stamp> <start seconds> <what>: the stamp written,
+# vendor_finish <prefix> <stamp> <what>: the stamp written,
 # the build's CPU times kept in .build-times, and said. (times in this
 # shell: in a command substitution it would see no children)
 vendor_finish() {
-    local took=$(( $(date +%s) - $3 ))
+    local took=$(( $(date +%s) - vendor_start ))
     echo "$2" > "$1/.atomicx-built"
     times > "$1/.build-times"
-    echo "$4 built in $((took / 60)) min $((took % 60)) s (CPU of the build," \
+    echo "$3 built in $((took / 60)) min $((took % 60)) s (CPU of the build," \
          "user and system: $(tail -1 "$1/.build-times"))" >&2
 }

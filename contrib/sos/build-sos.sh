@@ -64,20 +64,7 @@ hash=$(echo "$want_stamp" | sha256sum | cut -c1-12)
 cache=${ATOMICX_SOS_CACHE:-/var/cache/atomicx-sos}
 prefix=$cache/$config-$hash
 
-if vendor_built "$prefix" "$want_stamp"; then
-    echo "build-sos: sos $version ($config) already built in $prefix" >&2
-    echo "$prefix"
-    exit 0
-fi
-
-vendor_lock "$cache"
-if vendor_built "$prefix" "$want_stamp"; then
-    echo "$prefix"
-    exit 0
-fi
-rm -rf "$prefix"
-mkdir -p "$prefix"
-start=$(date +%s)
+vendor_begin "$cache" "$prefix" "$want_stamp" "build-sos: sos $version ($config)"
 log=$prefix/build.log
 echo "build-sos: building sos $version ($config) into $prefix (log: $log)" >&2
 tar -xJf "$tarball" -C "$prefix"
@@ -110,6 +97,6 @@ done
 rm -f "$prefix/tests.list"
 cp "$prefix/src/build/config.log" "$prefix/"
 rm -rf "$prefix/src"
-vendor_finish "$prefix" "$want_stamp" "$start" \
+vendor_finish "$prefix" "$want_stamp" \
     "build-sos: sos $version ($config, $(wc -l < "$prefix/tests.txt") unit tests)"
 echo "$prefix"

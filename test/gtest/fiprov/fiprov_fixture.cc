@@ -128,4 +128,21 @@ void objects::close()
     info = NULL;
 }
 
+void open_sibling_ep(const objects &o, struct fid_ep **ep,
+                     struct fid_cntr **sent, fi_addr_t *addr)
+{
+    struct fi_cntr_attr cntr_attr = {};
+    uint8_t name[64];
+    size_t len = sizeof(name);
+
+    ASSERT_EQ(0, fi_endpoint(o.domain, o.info, ep, NULL));
+    ASSERT_EQ(0, fi_ep_bind(*ep, &o.av->fid, 0));
+    ASSERT_EQ(0, fi_cntr_open(o.domain, &cntr_attr, sent, NULL));
+    ASSERT_EQ(0, fi_ep_bind(*ep, &o.cq->fid, FI_RECV));
+    ASSERT_EQ(0, fi_ep_bind(*ep, &(*sent)->fid, FI_SEND));
+    ASSERT_EQ(0, fi_enable(*ep));
+    ASSERT_EQ(0, fi_getname(&(*ep)->fid, name, &len));
+    ASSERT_EQ(1, fi_av_insert(o.av, name, 1, addr, 0, NULL));
+}
+
 } // namespace fiprov_test

@@ -109,6 +109,12 @@ public:
     struct fid_ep     *ep      = NULL;
 };
 
+/** A second endpoint of `o`'s domain, on its AV and (for receives) its CQ,
+ *  its sends counted by a counter of its own (not queued), enabled; its
+ *  address inserted into the AV as *addr. */
+void open_sibling_ep(const objects &o, struct fid_ep **ep,
+                     struct fid_cntr **sent, fi_addr_t *addr);
+
 } // namespace fiprov_test
 
 #endif

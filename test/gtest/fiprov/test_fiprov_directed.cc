@@ -319,24 +319,14 @@ TEST_P(directed3p, endpoints_of_one_domain_are_told_apart)
 {
     struct fid_ep *ep2 = NULL;
     struct fid_cntr *sent2 = NULL;
-    struct fi_cntr_attr cntr_attr = {};
-    uint8_t addr2[64];
-    size_t len = sizeof(addr2);
     fi_addr_t self, other;
     char from_other[16] = {}, from_self[16] = {};
     struct fi_cq_tagged_entry e;
     fi_addr_t src;
 
-    ASSERT_EQ(0, fi_endpoint(m_o.domain, m_o.info, &ep2, NULL));
-    ASSERT_EQ(0, fi_ep_bind(ep2, &m_o.av->fid, 0));
-    ASSERT_EQ(0, fi_cntr_open(m_o.domain, &cntr_attr, &sent2, NULL));
-    /* its sends are counted, not queued */
-    ASSERT_EQ(0, fi_ep_bind(ep2, &m_o.cq->fid, FI_RECV));
-    ASSERT_EQ(0, fi_ep_bind(ep2, &sent2->fid, FI_SEND));
-    ASSERT_EQ(0, fi_enable(ep2));
-    ASSERT_EQ(0, fi_getname(&ep2->fid, addr2, &len));
     ASSERT_EQ(1, fi_av_insert(m_o.av, m_self, 1, &self, 0, NULL));
-    ASSERT_EQ(1, fi_av_insert(m_o.av, addr2, 1, &other, 0, NULL));
+    open_sibling_ep(m_o, &ep2, &sent2, &other);
+    ASSERT_FALSE(HasFatalFailure());
 
     /* the receive for the other endpoint first: its own message, sent
      * first, must pass it by */

@@ -379,6 +379,31 @@ protected:
         open_self(FI_ATOMIC | FI_RMA | FI_MSG, FI_CQ_FORMAT_DATA);
     }
 
+    /* until the endpoint's FI_RECV counter has `errors` errors (bounded) */
+    void wait_recv_errors(uint64_t errors)
+    {
+        int64_t deadline = now_ms() + peer_wait_ms;
+        while ((fi_cntr_readerr(m_o.rvcntr) < errors) &&
+               (now_ms() < deadline)) {
+            (void)fi_cntr_read(m_o.rvcntr);
+        }
+        EXPECT_EQ(errors, fi_cntr_readerr(m_o.rvcntr));
+    }
+
+    /* `count` max_msg_size messages from `ep` to this endpoint, `big` with
+     * its first byte `first` + i, each once its send completed (counted by
+     * `sent`: the buffer is the program's again) */
+    void send_big(struct fid_ep *ep, struct fid_cntr *sent,
+                  std::vector<uint8_t> &big, size_t count, uint8_t first)
+    {
+        uint64_t before = fi_cntr_read(sent);
+
+        for (size_t i = 0; i < count; ++i) {
+            big[0] = (uint8_t)(first + i);
+            ASSERT_EQ(0, fi_send(ep, big.data(), msg_max, NULL, m_self, NULL));
+            wait_cntr(sent, before + i + 1);
+        }
+    }
 };
 
 TEST_F(msg1p, bad_input_is_refused)
@@ -445,12 +470,7 @@ TEST_F(msg1p, unexpected_messages_are_capped)
         ASSERT_EQ(0, fi_inject(m_o.ep, &seq, 8, m_self));
     }
     wait_cntr(m_o.scntr, n);
-    int64_t deadline = now_ms() + peer_wait_ms;
-    while ((fi_cntr_readerr(m_o.rvcntr) < n - ux_max) &&
-           (now_ms() < deadline)) {
-        (void)fi_cntr_read(m_o.rvcntr);
-    }
-    EXPECT_EQ(n - ux_max, fi_cntr_readerr(m_o.rvcntr));
+    wait_recv_errors(n - ux_max);
     /* a receive for each message kept, no more: a receive left posted
      * would take the next part's messages */
     std::vector<uint64_t> in(ux_max, ~0ull);
@@ -471,19 +491,8 @@ TEST_F(msg1p, unexpected_messages_are_capped)
     const size_t fit = ux_bytes / msg_max;
     std::vector<uint8_t> big = pattern(msg_max, 9);
     uint64_t errors          = fi_cntr_readerr(m_o.rvcntr);
-    for (size_t i = 0; i < fit + 1; ++i) {
-        big[0] = (uint8_t)i;
-        ASSERT_EQ(0, fi_send(m_o.ep, big.data(), msg_max, NULL, m_self,
-                             NULL));
-        /* the buffer is the program's again once the send completed */
-        wait_cntr(m_o.scntr, n + i + 1);
-    }
-    deadline = now_ms() + peer_wait_ms;
-    while ((fi_cntr_readerr(m_o.rvcntr) < errors + 1) &&
-           (now_ms() < deadline)) {
-        (void)fi_cntr_read(m_o.rvcntr);
-    }
-    EXPECT_EQ(errors + 1, fi_cntr_readerr(m_o.rvcntr));
+    send_big(m_o.ep, m_o.scntr, big, fit + 1, 0);
+    wait_recv_errors(errors + 1);
     std::vector<uint8_t> rbuf(msg_max);
     for (size_t i = 0; i < fit; ++i) {
         ASSERT_EQ(0, fi_recv(m_o.ep, rbuf.data(), msg_max, NULL,
@@ -501,32 +510,19 @@ TEST_F(msg1p, one_source_cannot_fill_the_unexpected_queue)
 {
     struct fid_ep *ep2 = NULL;
     struct fid_cntr *sent2 = NULL;
-    struct fi_cntr_attr cntr_attr = {};
-    uint8_t addr2[64];
-    size_t len = sizeof(addr2);
     fi_addr_t other;
     const size_t more = 5;
     uint64_t seq, got;
 
-    ASSERT_EQ(0, fi_endpoint(m_o.domain, m_o.info, &ep2, NULL));
-    ASSERT_EQ(0, fi_ep_bind(ep2, &m_o.av->fid, 0));
-    ASSERT_EQ(0, fi_cntr_open(m_o.domain, &cntr_attr, &sent2, NULL));
-    ASSERT_EQ(0, fi_ep_bind(ep2, &m_o.cq->fid, FI_RECV));
-    ASSERT_EQ(0, fi_ep_bind(ep2, &sent2->fid, FI_SEND));
-    ASSERT_EQ(0, fi_enable(ep2));
-    ASSERT_EQ(0, fi_getname(&ep2->fid, addr2, &len));
-    ASSERT_EQ(1, fi_av_insert(m_o.av, addr2, 1, &other, 0, NULL));
+    open_sibling_ep(m_o, &ep2, &sent2, &other);
+    ASSERT_FALSE(HasFatalFailure());
 
     /* the first source: its share and `more`, which are dropped */
     for (seq = 0; seq < ux_max + more; ++seq) {
         ASSERT_EQ(0, fi_inject(m_o.ep, &seq, 8, m_self));
     }
     wait_cntr(m_o.scntr, ux_max + more);
-    int64_t deadline = now_ms() + peer_wait_ms;
-    while ((fi_cntr_readerr(m_o.rvcntr) < more) && (now_ms() < deadline)) {
-        (void)fi_cntr_read(m_o.rvcntr);
-    }
-    EXPECT_EQ(more, fi_cntr_readerr(m_o.rvcntr));
+    wait_recv_errors(more);
     /* the second source's messages wait too */
     for (seq = 0; seq < more; ++seq) {
         uint64_t v = 1000000 + seq;
@@ -549,22 +545,9 @@ TEST_F(msg1p, one_source_cannot_fill_the_unexpected_queue)
      * (dropped) and one of the second source (kept) */
     const size_t fit = ux_bytes / msg_max;
     std::vector<uint8_t> big = pattern(msg_max, 9);
-    uint64_t sent = fi_cntr_read(m_o.scntr);
-    for (size_t i = 0; i < fit + 1; ++i) {
-        big[0] = (uint8_t)i;
-        ASSERT_EQ(0, fi_send(m_o.ep, big.data(), msg_max, NULL, m_self,
-                             NULL));
-        wait_cntr(m_o.scntr, sent + i + 1);
-    }
-    deadline = now_ms() + peer_wait_ms;
-    while ((fi_cntr_readerr(m_o.rvcntr) < more + 1) &&
-           (now_ms() < deadline)) {
-        (void)fi_cntr_read(m_o.rvcntr);
-    }
-    EXPECT_EQ(more + 1, fi_cntr_readerr(m_o.rvcntr));
-    big[0] = 0xee;
-    ASSERT_EQ(0, fi_send(ep2, big.data(), msg_max, NULL, m_self, NULL));
-    wait_cntr(sent2, more + 1);
+    send_big(m_o.ep, m_o.scntr, big, fit + 1, 0);
+    wait_recv_errors(more + 1);
+    send_big(ep2, sent2, big, 1, 0xee);
     std::vector<uint8_t> rbuf(msg_max);
     uint64_t received = fi_cntr_read(m_o.rvcntr);
     for (size_t i = 0; i < fit + 1; ++i) {
