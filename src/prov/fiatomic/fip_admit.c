@@ -168,17 +168,20 @@ static void fip_admit_refuse(fip_domain_t *domain, ucp_ep_h ep,
     pthread_mutex_lock(&admit->lock);
     p     = fip_admit_find(admit, ep);
     known = (*p != NULL);
-    if (!known && (admit->count < FIP_ADMIT_MAX) &&
-        ((conn = calloc(1, sizeof(*conn))) != NULL)) {
-        conn->ep = ep;
-        *p       = conn;
-        ++admit->count;
-    }
     if (!known && !own && (admit->close_count < FIP_ADMIT_CLOSE_MAX)) {
         admit->closes[admit->close_count].ep   = ep;
         admit->closes[admit->close_count++].at =
             fip_wait_deadline(FIP_ADMIT_CLOSE_MS);
         queued = 1;
+    }
+    /* remembered refused until closed (then forgotten), or for good when
+     * this domain made it; one not queued for closing is refused again at
+     * its next message, so that refusals do not fill the table */
+    if (!known && (queued || own) && (admit->count < FIP_ADMIT_MAX) &&
+        ((conn = calloc(1, sizeof(*conn))) != NULL)) {
+        conn->ep = ep;
+        *p       = conn;
+        ++admit->count;
     }
     pthread_mutex_unlock(&admit->lock);
     FI_WARN_SPARSE(&fip_provider, FI_LOG_EP_CTRL,

@@ -82,11 +82,14 @@ static void fip_caller_send(ucp_ep_h ep, unsigned am_id, void *msg,
     }
 }
 
-/* close without waiting (a forced close completes on its own) */
-static void fip_caller_ep_drop(ucp_ep_h ep)
+/* close without waiting (a forced close completes on its own); its
+ * admission forgotten, as UCP may give the handle to a later connection */
+static void fip_caller_ep_drop(fip_domain_t *domain, ucp_ep_h ep)
 {
     ucp_request_param_t param = {0};
     ucs_status_ptr_t req;
+
+    fip_admit_forget(domain, ep);
 
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
@@ -131,7 +134,7 @@ static void fip_caller_verify_end(fip_domain_t *domain, fip_verify_t *v,
         if (domain->verify_gone_count < FIP_VERIFY_MAX) {
             domain->verify_gone[domain->verify_gone_count++] = v->ep;
         } else {
-            fip_caller_ep_drop(v->ep);
+            fip_caller_ep_drop(domain, v->ep);
         }
     }
     memset(v, 0, sizeof(*v));
@@ -159,7 +162,8 @@ static void fip_caller_end_overdue(fip_domain_t *domain)
 static void fip_caller_sweep(fip_domain_t *domain)
 {
     while (domain->verify_gone_count > 0) {
-        fip_caller_ep_drop(domain->verify_gone[--domain->verify_gone_count]);
+        fip_caller_ep_drop(domain,
+                           domain->verify_gone[--domain->verify_gone_count]);
     }
     fip_caller_end_overdue(domain);
 }

@@ -275,6 +275,7 @@ void fip_peer_ucp_close(fip_domain_t *domain, ucp_ep_h ep)
     int64_t deadline = fip_wait_deadline(1000);
     ucs_status_ptr_t flush, req;
 
+    fip_admit_forget(domain, ep);
     flush = ucp_ep_flush_nbx(ep, &param);
     if (UCS_PTR_IS_PTR(flush)) {
         (void)fip_peer_ucp_wait(domain, flush, deadline);
