@@ -299,8 +299,10 @@ protected:
     /* a raw UCP peer connects to this side's domain and sends `greet`
      * (unless NULL), then one message of 6 bytes; the messages this side
      * took within 1.5 s (into the receive the test posted, m_raw_buf);
-     * *closed: the raw connection saw an error */
-    size_t raw_attempt(const hello_wire *greet, bool *closed)
+     * *closed: the raw connection saw an error. With msg_first the
+     * message goes first too, the greeting after it. */
+    size_t raw_attempt(const hello_wire *greet, bool *closed,
+                       bool msg_first = false)
     {
         raw_peer raw;
         msg_wire_hdr h = hdr(6, m_peer.addr.data());
@@ -315,6 +317,10 @@ protected:
         }
         /* this side progresses meanwhile (manual progress) */
         std::thread t([&] {
+            if (msg_first) {
+                (void)raw.am_send(am_msg, bytes_of(&h, sizeof(h)),
+                                  bytes_of("forged", 6), true);
+            }
             if (greet != NULL) {
                 (void)raw.am_send(am_hello, bytes_of(greet, sizeof(*greet)),
                                   {}, true);
@@ -533,7 +539,8 @@ TEST_P(admit, no_key_messages_not_delivered)
 }
 
 /* a raw UCP peer: its message without a greeting, or after a greeting
- * whose proof is of another key, is not delivered (over a listener its
+ * whose proof is of another key or none, or on a connection whose first
+ * message came before its greeting, is not delivered (over a listener its
  * connection is closed); after a greeting with the right proof it is (no
  * source: the claim is not confirmed); and the domain still takes the
  * peer's messages */
@@ -561,6 +568,10 @@ TEST_P(admit, raw_peer_needs_the_proof)
     EXPECT_EQ(0u, raw_attempt(&bad, &closed)) << "no proof";
     good = greeting(0x5eedf00eull,
                     hello_mac(job_key, 0x5eedf00eull, bytes_of(m_self, 24)));
+    EXPECT_EQ(0u, raw_attempt(&good, &closed, true))
+        << "the right proof after a message";
+    good.token = 0x5eedf00full;
+    good.mac   = hello_mac(job_key, good.token, bytes_of(m_self, 24));
     EXPECT_EQ(1u, raw_attempt(&good, &closed)) << "the right proof";
     EXPECT_EQ(0, memcmp(m_raw_buf, "forged", 6));
 
