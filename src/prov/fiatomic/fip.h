@@ -184,6 +184,8 @@ typedef struct fip_domain {
     /* RMA's pieces waiting for answers, and what the domain holds to
      * answer peers' (fip_rma_wire.c) */
     struct fip_rma_wire *rma_wire;
+    /* the job admission (fip_admit.c); NULL without a job key */
+    struct fip_admit   *admit;
 } fip_domain_t;
 
 struct fip_mr {
@@ -899,6 +901,7 @@ typedef struct fip_hello_msg {
     uint32_t ipv4;     /* listener: where the caller's domain listens */
     uint16_t port;
     uint16_t reserved; /* 0 */
+    uint64_t mac;      /* with a job key: the proof (fip_admit.c) */
 } fip_hello_msg_t;
 
 /* fip_caller.c: who is on a connection a peer made to a domain (a claim
@@ -918,6 +921,55 @@ void fip_peer_accept_drain(fip_domain_t *domain);
 void fip_caller_check_overdue(fip_domain_t *domain);
 /** A connection a peer made ended: its claim's check, if any, too. */
 void fip_caller_conn_gone(fip_domain_t *domain, ucp_ep_h conn);
+/* ---- job admission (fip_admit.c, fip_mac.c) ---------------------------- */
+
+/** A domain tells a connection it refused (another job key, or none). */
+#define FIP_AM_REFUSED         1022
+/** FI_FIATOMIC_AUTH_KEY, and the longest job key taken (bytes). */
+#define FIP_AUTH_KEY_PARAM     "auth_key"
+#define FIP_AUTH_KEY_MAX       4096
+/** Connections whose admission is remembered, and its table. */
+#define FIP_ADMIT_MAX          (2 * FIP_ACCEPT_MAX)
+#define FIP_ADMIT_BUCKETS      64
+/** Refused connections waiting to be closed, and how long they wait (the
+ *  refusal's notice goes first). */
+#define FIP_ADMIT_CLOSE_MAX    256
+#define FIP_ADMIT_CLOSE_MS     100
+
+/** The domain's job key from its info's auth_key, else from
+ *  FI_FIATOMIC_AUTH_KEY (none: admission off); -FI_EINVAL for a key
+ *  longer than FIP_AUTH_KEY_MAX. */
+int fip_admit_init(fip_domain_t *domain, const struct fi_info *info);
+/** Whether `key` is the domain's job key (0 without one). */
+int fip_admit_key_is(fip_domain_t *domain, const void *key, size_t len);
+/** The refusal notice's handler (every domain: it may be refused). */
+int fip_admit_handler_init(fip_domain_t *domain);
+void fip_admit_cleanup(fip_domain_t *domain);
+/** Whether a request arriving on `ep` is acted on: 1 without a key or
+ *  when admitted; else 0 (dropped, logged; a connection not seen before
+ *  is refused and closed). Inside UCP's callbacks. */
+int fip_admit_gate(fip_domain_t *domain, ucp_ep_h ep, const char *what);
+/** fip_admit_gate for the closing handshake, which a peer also sends on
+ *  the connections this domain made to it. */
+int fip_admit_gate_bye(fip_domain_t *domain, ucp_ep_h ep);
+/** The greeting's proof, for the peer it goes to (0 without a key). */
+void fip_admit_hello_sign(fip_domain_t *domain, fip_peer_t *peer);
+/** A greeting on `ep`: 1 to go on (admitted, or no key), 0 dropped. */
+int fip_admit_hello_check(fip_domain_t *domain, ucp_ep_h ep,
+                          const fip_hello_msg_t *msg);
+/** The proof of a claim's question to the domain `asked`. */
+uint64_t fip_admit_verify_sign(fip_domain_t *domain, const fip_addr_t *asked,
+                               uint64_t token, uint64_t req_id);
+/** A claim's question on `ep`: 1 to answer, 0 dropped. */
+int fip_admit_verify_check(fip_domain_t *domain, ucp_ep_h ep,
+                           uint64_t token, uint64_t req_id, uint64_t mac);
+/** A connection ended: its handle may come again for another. */
+void fip_admit_forget(fip_domain_t *domain, ucp_ep_h ep);
+/** Close the refused connections whose time came (never from a UCP
+ *  callback), or all of them (closing, progress stopped). */
+void fip_admit_sweep(fip_domain_t *domain);
+void fip_admit_close_all(fip_domain_t *domain);
+
 /** The connections back to confirmed callers kept (same host): count. */
 size_t fip_caller_eps(fip_domain_t *domain, ucp_ep_h *eps);
 /** Close them, and the checks still running (the progress thread
@@ -971,12 +1023,25 @@ struct fip_peer {
     fiatomic_ep_h      fep;
     uint64_t           msg_seq;     /* atomic: the next message's number */
     int                failed;      /* atomic: UCP reported the peer dead */
+    int                refused;     /* atomic: the peer domain refused the
+                                       connection (another job) */
     int                rma_inflight; /* atomic: RMA pieces waiting for
                                         their answer (fip_rma_wire.c) */
     uint64_t           rma_bytes;    /* atomic: and their bytes */
     fip_rkey_t         *keys[FIP_PEER_KEY_BUCKETS]; /* under peer_lock */
     size_t             key_count;
 };
+
+/** What a failed peer's operations fail with: 0 (not failed), -FI_EIO,
+ *  or -FI_EACCES once it refused the connection. */
+static inline int fip_peer_failed_errno(fip_peer_t *peer)
+{
+    if (!__atomic_load_n(&peer->failed, __ATOMIC_ACQUIRE)) {
+        return 0;
+    }
+    return __atomic_load_n(&peer->refused, __ATOMIC_ACQUIRE) ? -FI_EACCES :
+                                                               -FI_EIO;
+}
 
 /** The connection to the domain `addr` names, made on first use: 0, or
  *  -FI_E*. */

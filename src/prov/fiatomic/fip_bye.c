@@ -141,8 +141,9 @@ static ucs_status_t fip_bye_handler(void *arg, const void *header,
 {
     fip_bye_msg_t msg;
 
-    if ((fip_bye_parse(header, header_length, length, &msg) == 0) &&
-        (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
+    if ((param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) &&
+        fip_admit_gate_bye(arg, param->reply_ep) &&
+        (fip_bye_parse(header, header_length, length, &msg) == 0)) {
         fip_bye_msg_t *ack = malloc(sizeof(*ack));
 
         /* as a reply (the asker takes it from this connection only),

@@ -52,6 +52,7 @@ typedef struct fip_verify_msg {
     uint32_t pid;      /* ... or process and domain nonce */
     uint32_t reserved2;
     uint64_t nonce;
+    uint64_t mac;      /* with a job key: the question's proof */
 } fip_verify_msg_t;
 
 /* a message buffer UCP holds until the send completes */
@@ -81,11 +82,14 @@ static void fip_caller_send(ucp_ep_h ep, unsigned am_id, void *msg,
     }
 }
 
-/* close without waiting (a forced close completes on its own) */
-static void fip_caller_ep_drop(ucp_ep_h ep)
+/* close without waiting (a forced close completes on its own); its
+ * admission forgotten, as UCP may give the handle to a later connection */
+static void fip_caller_ep_drop(fip_domain_t *domain, ucp_ep_h ep)
 {
     ucp_request_param_t param = {0};
     ucs_status_ptr_t req;
+
+    fip_admit_forget(domain, ep);
 
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
@@ -130,7 +134,7 @@ static void fip_caller_verify_end(fip_domain_t *domain, fip_verify_t *v,
         if (domain->verify_gone_count < FIP_VERIFY_MAX) {
             domain->verify_gone[domain->verify_gone_count++] = v->ep;
         } else {
-            fip_caller_ep_drop(v->ep);
+            fip_caller_ep_drop(domain, v->ep);
         }
     }
     memset(v, 0, sizeof(*v));
@@ -158,7 +162,8 @@ static void fip_caller_end_overdue(fip_domain_t *domain)
 static void fip_caller_sweep(fip_domain_t *domain)
 {
     while (domain->verify_gone_count > 0) {
-        fip_caller_ep_drop(domain->verify_gone[--domain->verify_gone_count]);
+        fip_caller_ep_drop(domain,
+                           domain->verify_gone[--domain->verify_gone_count]);
     }
     fip_caller_end_overdue(domain);
 }
@@ -317,6 +322,7 @@ void fip_caller_verify_start(fip_domain_t *domain, ucp_ep_h conn,
     v->deadline = fip_wait_deadline(FIP_VERIFY_TIMEOUT_MS);
     fip_caller_ask_fill(domain, token, ask);
     ask->req_id = v->req_id;
+    ask->mac    = fip_admit_verify_sign(domain, claimed, token, v->req_id);
     if (fip_caller_is_self(domain, claimed)) {
         /* a connection to itself: answered from its own connections, with
          * no connection back (UCX 1.13's tcp connection manager crashed when
@@ -351,10 +357,17 @@ static ucs_status_t fip_caller_handler(void *arg, const void *header,
     fip_addr_t claimed   = {0};
     fip_hello_msg_t msg;
 
-    if ((header_length != sizeof(msg)) || (length != 0) ||
-        !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
+    if (!(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
         FI_WARN_SPARSE(&fip_provider, FI_LOG_EP_CTRL,
                        "greeting dropped: malformed\n");
+        return UCS_OK;
+    }
+    if ((header_length != sizeof(msg)) || (length != 0)) {
+        /* with a job key a connection that begins so is refused */
+        if (fip_admit_gate(domain, param->reply_ep, "malformed greeting")) {
+            FI_WARN_SPARSE(&fip_provider, FI_LOG_EP_CTRL,
+                           "greeting dropped: malformed\n");
+        }
         return UCS_OK;
     }
     memcpy(&msg, header, sizeof(msg));
@@ -369,8 +382,15 @@ static ucs_status_t fip_caller_handler(void *arg, const void *header,
         (msg.reserved != 0) ||
         (domain->local ? ((msg.pid == 0) || (msg.nonce == 0)) :
                          ((msg.ipv4 == 0) || (msg.port == 0)))) {
-        FI_WARN_SPARSE(&fip_provider, FI_LOG_EP_CTRL,
-                       "greeting dropped: malformed\n");
+        if (fip_admit_gate(domain, param->reply_ep, "malformed greeting")) {
+            FI_WARN_SPARSE(&fip_provider, FI_LOG_EP_CTRL,
+                           "greeting dropped: malformed\n");
+        }
+        return UCS_OK;
+    }
+    /* with a job key: its proof first, and nothing else is acted on
+     * until it passed */
+    if (!fip_admit_hello_check(domain, param->reply_ep, &msg)) {
         return UCS_OK;
     }
     /* one claim per connection, before its first message; without a
@@ -404,6 +424,13 @@ static ucs_status_t fip_caller_verify_handler(void *arg, const void *header,
     }
     memcpy(&msg, header, sizeof(msg));
     if ((msg.magic != FIP_VERIFY_MAGIC) || (msg.token == 0)) {
+        (void)fip_admit_gate(domain, param->reply_ep, "malformed claim "
+                             "check");
+        return UCS_OK;
+    }
+    /* with a job key only a question of the same job is answered */
+    if (!fip_admit_verify_check(domain, param->reply_ep, msg.token,
+                                msg.req_id, msg.mac)) {
         return UCS_OK;
     }
     ans = malloc(sizeof(*ans));
@@ -493,6 +520,7 @@ void fip_caller_hello(fip_domain_t *domain, fip_peer_t *peer)
         peer->hello.ipv4  = domain->listen_ipv4;
         peer->hello.port  = domain->listen_port;
     }
+    fip_admit_hello_sign(domain, peer);
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags        = UCP_AM_SEND_FLAG_REPLY;
     pthread_mutex_lock(&domain->ucp_lock);

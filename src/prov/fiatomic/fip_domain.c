@@ -28,6 +28,7 @@ static void fip_domain_release(fip_domain_t *domain)
     /* no new connections while the others close */
     fip_listen_stop(domain);
     fip_publish_stop(domain);
+    fip_admit_close_all(domain);
     fip_peer_close_all(domain);
     if (domain->ucp_worker != NULL) {
         fip_msg_cleanup(domain);
@@ -48,6 +49,7 @@ static void fip_domain_release(fip_domain_t *domain)
     fip_reply_cleanup(domain);
     free(domain->verifies);
     free(domain->verify_gone);
+    fip_admit_cleanup(domain);
     pthread_mutex_destroy(&domain->key_lock);
     pthread_mutex_destroy(&domain->msg_lock);
     pthread_mutex_destroy(&domain->stream_lock);
@@ -111,6 +113,7 @@ void fip_domain_check_overdue(fip_domain_t *domain)
     fiatomic_check_overdue(domain->fia);
     fip_rma_wire_check_overdue(domain);
     fip_caller_check_overdue(domain);
+    fip_admit_sweep(domain);
 }
 
 unsigned fip_domain_worker_progress(fip_domain_t *domain)
@@ -336,6 +339,10 @@ static int fip_domain_ucp_open(fip_domain_t *domain)
     if (ret != 0) {
         return ret;
     }
+    ret = fip_admit_handler_init(domain);
+    if (ret != 0) {
+        return ret;
+    }
     ret = fip_caller_init(domain);
     if (ret != 0) {
         return ret;
@@ -415,6 +422,12 @@ int fip_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
      * addresses name the published worker address then (fip_publish.c) */
     domain->local = fip_ucx_tls_local_only();
     ret           = fip_ep_nonce(&domain->nonce);
+    if (ret != 0) {
+        fip_domain_release(domain);
+        return ret;
+    }
+
+    ret = fip_admit_init(domain, info);
     if (ret != 0) {
         fip_domain_release(domain);
         return ret;

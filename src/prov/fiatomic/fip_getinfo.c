@@ -109,7 +109,9 @@ static int fip_match_domain(uint32_t version, const struct fi_domain_attr *h,
         FIP_ABOVE(h->max_ep_tx_ctx, p->max_ep_tx_ctx) ||
         FIP_ABOVE(h->max_ep_rx_ctx, p->max_ep_rx_ctx) ||
         FIP_ABOVE(h->mr_iov_limit, p->mr_iov_limit) ||
-        (h->auth_key_size != 0)) {
+        /* a job key (fip_admit.c) of any bytes, up to its limit */
+        ((h->auth_key_size != 0) &&
+         ((h->auth_key == NULL) || (h->auth_key_size > FIP_AUTH_KEY_MAX)))) {
         return FIP_NODATA;
     }
 
@@ -303,6 +305,21 @@ int fip_getinfo(uint32_t version, const char *node, const char *service,
         if (ret != 0) {
             fi_freeinfo(info);
             continue;
+        }
+        /* the job key asked for, told back: fi_domain takes it from there */
+        if ((hints != NULL) && (hints->domain_attr != NULL) &&
+            (hints->domain_attr->auth_key_size != 0)) {
+            info->domain_attr->auth_key =
+                malloc(hints->domain_attr->auth_key_size);
+            if (info->domain_attr->auth_key == NULL) {
+                fi_freeinfo(info);
+                fi_freeinfo(head);
+                return -FI_ENOMEM;
+            }
+            memcpy(info->domain_attr->auth_key, hints->domain_attr->auth_key,
+                   hints->domain_attr->auth_key_size);
+            info->domain_attr->auth_key_size =
+                hints->domain_attr->auth_key_size;
         }
         if ((hints != NULL) && (hints->dest_addr != NULL)) {
             info->dest_addr = malloc(FIP_ADDR_LEN);

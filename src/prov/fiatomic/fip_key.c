@@ -106,8 +106,9 @@ static ucs_status_t fip_key_req_handler(void *arg, const void *header,
     fip_mr_t *mr;
 
     /* a request is exactly its header, sent with a reply endpoint */
-    if ((header_length != sizeof(req)) || (length != 0) ||
-        !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
+    if (!(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ||
+        !fip_admit_gate(domain, param->reply_ep, "key request") ||
+        (header_length != sizeof(req)) || (length != 0)) {
         return UCS_OK;
     }
     memcpy(&req, header, sizeof(req));
@@ -276,8 +277,8 @@ int fip_key_request(fip_domain_t *domain, fip_peer_t *peer, uint64_t key,
         if (done) {
             break;
         }
-        if (__atomic_load_n(&peer->failed, __ATOMIC_ACQUIRE)) {
-            ret = -FI_EIO;
+        ret = fip_peer_failed_errno(peer);
+        if (ret != 0) {
             goto out;
         }
         if (fip_now_ns() >= deadline) {

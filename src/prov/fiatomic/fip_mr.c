@@ -290,8 +290,15 @@ static int fip_mr_regv(struct fid *fid, const struct iovec *iov,
 static int fip_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
                           uint64_t flags, struct fid_mr **mr_p)
 {
-    if ((attr == NULL) || (attr->auth_key_size != 0) ||
-        (attr->iface != FI_HMEM_SYSTEM)) {
+    if ((attr == NULL) || (attr->iface != FI_HMEM_SYSTEM)) {
+        return -FI_EINVAL;
+    }
+    /* a region's key can only be its domain's job key: admission is per
+     * connection, not per region */
+    if ((attr->auth_key_size != 0) &&
+        ((fip_mr_domain(fid) == NULL) ||
+         !fip_admit_key_is(fip_mr_domain(fid), attr->auth_key,
+                           attr->auth_key_size))) {
         return -FI_EINVAL;
     }
     return fip_mr_regv(fid, attr->mr_iov, attr->iov_count, attr->access,

@@ -680,8 +680,9 @@ static ucs_status_t fip_msg_handler(void *arg, const void *header,
 
     /* a message that fails a check is dropped (a rendezvous not started
      * is dropped with it) */
-    if ((header_length != sizeof(hdr)) ||
-        !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
+    if (!(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ||
+        !fip_admit_gate(domain, param->reply_ep, "message") ||
+        (header_length != sizeof(hdr))) {
         return UCS_OK;
     }
     memcpy(&hdr, header, sizeof(hdr));

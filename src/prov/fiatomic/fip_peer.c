@@ -46,6 +46,7 @@ static void fip_peer_accepted_err(void *arg, ucp_ep_h ep,
      * free for another peer, its endpoint closed later */
     fip_caller_conn_gone(domain, ep);
     fip_msg_stream_forget(domain, ep);
+    fip_admit_forget(domain, ep);
     pthread_mutex_lock(&domain->conn_lock);
     for (i = 0; i < domain->accepted_count; ++i) {
         if (domain->accepted[i] == ep) {
@@ -274,6 +275,7 @@ void fip_peer_ucp_close(fip_domain_t *domain, ucp_ep_h ep)
     int64_t deadline = fip_wait_deadline(1000);
     ucs_status_ptr_t flush, req;
 
+    fip_admit_forget(domain, ep);
     flush = ucp_ep_flush_nbx(ep, &param);
     if (UCS_PTR_IS_PTR(flush)) {
         (void)fip_peer_ucp_wait(domain, flush, deadline);
@@ -379,8 +381,9 @@ int fip_peer_get(fip_domain_t *domain, const fip_addr_t *addr,
     }
     pthread_mutex_unlock(&domain->peer_lock);
 
-    if (__atomic_load_n(&peer->failed, __ATOMIC_ACQUIRE)) {
-        return -FI_EIO;
+    ret = fip_peer_failed_errno(peer);
+    if (ret != 0) {
+        return ret;
     }
     *peer_p = peer;
     return 0;

@@ -311,6 +311,10 @@ static ucs_status_t fip_rma_req_handler(void *arg, const void *header,
     int ret;
 
     /* a rendezvous not started here is dropped with its request */
+    if ((param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) &&
+        !fip_admit_gate(domain, param->reply_ep, "RMA request")) {
+        return UCS_OK;
+    }
     if ((header_length != sizeof(req)) ||
         !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
         FI_WARN(&fip_provider, FI_LOG_EP_DATA,
@@ -619,8 +623,8 @@ void fip_rma_wire_check_overdue(fip_domain_t *domain)
                 "its peer failed" : "timed out");
         fip_rma_finish(wait,
                        __atomic_load_n(&wait->peer->failed,
-                                       __ATOMIC_ACQUIRE) ? -FI_EIO :
-                                                           -FI_ETIMEDOUT);
+                                       __ATOMIC_ACQUIRE) ?
+                       fip_peer_failed_errno(wait->peer) : -FI_ETIMEDOUT);
     }
 }
 

@@ -88,6 +88,13 @@ void fip_params_define(void)
                           "process memory, registered or not, with any "
                           "key; only for sites whose peers are all "
                           "trusted (default: no)");
+    (void)fi_param_define(&fip_provider, FIP_AUTH_KEY_PARAM, FI_PARAM_STRING,
+                          "Job key: a peer domain without the same key "
+                          "cannot open a connection to this one (its "
+                          "messages, key requests and RMA are dropped and "
+                          "the connection closed); the domain attribute "
+                          "auth_key wins over it (default: none, every "
+                          "peer admitted)");
 }
 
 int fip_share_wanted(void)

@@ -3,6 +3,7 @@
  */
 #include "fiprov_fixture.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 namespace fiprov_test {
@@ -58,6 +59,17 @@ int objects::open_domain(const open_params &p)
     hints->ep_attr->type              = FI_EP_RDM;
     hints->domain_attr->data_progress = p.progress;
     hints->domain_attr->mr_mode       = p.prov_keys ? (int)prov_key_mode : 0;
+    if (!p.auth_key.empty()) {
+        /* freed with the hints */
+        hints->domain_attr->auth_key = (uint8_t*)malloc(p.auth_key.size());
+        if (hints->domain_attr->auth_key == NULL) {
+            fi_freeinfo(hints);
+            return -FI_ENOMEM;
+        }
+        memcpy(hints->domain_attr->auth_key, p.auth_key.data(),
+               p.auth_key.size());
+        hints->domain_attr->auth_key_size = p.auth_key.size();
+    }
     ret = fi_getinfo(api_version, NULL, NULL, 0, hints, &info);
     fi_freeinfo(hints);
     if (ret != 0) {

@@ -74,6 +74,7 @@ struct open_params {
     uint64_t         caps      = 0;  /* asked in the hints */
     enum fi_cq_format cq_format = FI_CQ_FORMAT_CONTEXT;
     uint64_t         cq_bind   = FI_TRANSMIT | FI_RECV;
+    std::string      auth_key;       /* the domain's job key, if any */
 };
 
 /** The provider's variable that places registrations in shared memory. */

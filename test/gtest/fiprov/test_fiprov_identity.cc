@@ -82,6 +82,7 @@ struct hello_wire {
     uint32_t ipv4;
     uint16_t port;
     uint16_t reserved;
+    uint64_t mac;      /* the job admission's proof, 0 without a key */
 };
 
 /* a closing domain's question and its answer */
@@ -103,6 +104,7 @@ struct verify_wire {
     uint32_t pid;
     uint32_t reserved2;
     uint64_t nonce;
+    uint64_t mac;
 };
 
 const unsigned am_hello      = 1017;
@@ -114,8 +116,8 @@ const unsigned am_verify_ack = 1021;
 const uint32_t hello_magic   = 0x66697048u;
 const uint32_t verify_magic  = 0x66697056u;
 
-static_assert(sizeof(hello_wire) == 32, "the greeting is 32 bytes");
-static_assert(sizeof(verify_wire) == 48, "the question is 48 bytes");
+static_assert(sizeof(hello_wire) == 40, "the greeting is 40 bytes");
+static_assert(sizeof(verify_wire) == 56, "the question is 56 bytes");
 static_assert(sizeof(key_rep_wire) == 56, "the key reply is 56 bytes");
 static_assert(sizeof(msg_wire_hdr) == 80, "the message header is 80 bytes");
 

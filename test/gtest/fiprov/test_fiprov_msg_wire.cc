@@ -88,6 +88,7 @@ struct hello_wire {
     uint32_t ipv4;
     uint16_t port;
     uint16_t reserved;
+    uint64_t mac;      /* the job admission's proof, 0 without a key */
 };
 
 struct verify_wire {
@@ -96,10 +97,11 @@ struct verify_wire {
     uint64_t token;
     uint64_t req_id;
     uint8_t  asker[24];
+    uint64_t mac;
 };
 
-static_assert(sizeof(hello_wire) == 32, "the greeting is 32 bytes");
-static_assert(sizeof(verify_wire) == 48, "the question is 48 bytes");
+static_assert(sizeof(hello_wire) == 40, "the greeting is 40 bytes");
+static_assert(sizeof(verify_wire) == 56, "the question is 56 bytes");
 
 /* a UCP peer of its own: one context, worker and endpoint */
 class raw_peer {
