@@ -12,8 +12,7 @@
  * length byte, a 16-bit little-endian data length and those bytes (fewer
  * at the end). Control:
  *   bits 0-3  the id: one of the provider's and libfiatomic's (1008..1014,
- *             1017..1021), or for 12..15 one nobody uses (0, 1015, 32768,
- *             65535)
+ *             1017..1022), or for 13..15 one nobody uses (0, 1015, 65535)
  *   bit 4     the reply flag (UCP_AM_SEND_FLAG_REPLY)
  *   bit 5     rendezvous (UCP_AM_SEND_FLAG_RNDV), else eager
  *   bit 6     progress both sides right after this send
@@ -50,7 +49,7 @@
 
 static const uint16_t fuzz_ids[16] = {
     1008, 1009, 1010, 1011, 1012, 1013, 1014, 1017,
-    1018, 1019, 1020, 1021, 0, 1015, 32768, 65535
+    1018, 1019, 1020, 1021, 1022, 0, 1015, 65535
 };
 
 static struct fi_info *info;
