@@ -417,14 +417,23 @@ static void fip_msg_rndv(fip_domain_t *domain, void *desc, void *buf,
     }
 }
 
+/* what one source holds of a list of unexpected messages */
+static void fip_msg_ux_held(const fip_msg_ux_t *ux, fi_addr_t src,
+                            size_t *count, size_t *bytes)
+{
+    for (; ux != NULL; ux = ux->next) {
+        *count += (ux->src == src);
+        *bytes += (ux->src == src) ? ux->len : 0;
+    }
+}
+
 /* whether an endpoint's unexpected queues take `length` more bytes from
- * `src`: within the caps of all and of that source, whose holdings are
- * counted only when the queues could hold more than a share. Under
- * rx_lock. */
+ * `src`: within the caps of all and of that source (its messages queued
+ * and claimed), whose holdings are counted only when the queues could hold
+ * more than a share. Under rx_lock. */
 static int fip_msg_ux_room(fip_ep_t *ep, fi_addr_t src, size_t length)
 {
     size_t count = 0, bytes = 0;
-    fip_msg_ux_t *ux;
     int q;
 
     if ((ep->ux_count >= FIP_MSG_UX_MAX) ||
@@ -436,10 +445,8 @@ static int fip_msg_ux_room(fip_ep_t *ep, fi_addr_t src, size_t length)
         return 1;
     }
     for (q = FIP_MSG_Q_UNTAGGED; q <= FIP_MSG_Q_TAGGED; ++q) {
-        for (ux = ep->queues[q].ux_head; ux != NULL; ux = ux->next) {
-            count += (ux->src == src);
-            bytes += (ux->src == src) ? ux->len : 0;
-        }
+        fip_msg_ux_held(ep->queues[q].ux_head, src, &count, &bytes);
+        fip_msg_ux_held(ep->queues[q].claimed, src, &count, &bytes);
     }
     return (count < FIP_MSG_UX_SOURCE_MAX) &&
            (bytes + length <= FIP_MSG_UX_SOURCE_BYTES);
